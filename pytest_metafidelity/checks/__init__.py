@@ -1,0 +1,103 @@
+"""The checks: invariants a converted tensor must share with its real one.
+
+Where are the checks?  One module each in this package, registered with
+:func:`check`.  A check takes a :class:`Conversion` (real tensors, their
+converted counterparts, the converter) and returns a list of
+:class:`Mismatch` -- empty when the invariant holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from typing import Any, Callable, Iterator
+
+# Modules defining checks, in report order.
+CHECK_MODULES = ("metadata", "aliasing")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """One broken invariant: which check, where, which attribute, real vs fake."""
+
+    check: str
+    path: str  # e.g. "t0", "t0._base", "t1.grad"
+    attribute: str
+    real: Any
+    fake: Any
+    detail: str = ""
+
+    def describe(self) -> str:
+        text = (
+            f"[{self.check}] {self.path}: {self.attribute} differs\n"
+            f"    real: {self.real!r}\n"
+            f"    fake: {self.fake!r}"
+        )
+        return text + (f"\n    ({self.detail})" if self.detail else "")
+
+    @property
+    def signature(self) -> str:
+        """Stable de-duplication key: check and attribute, not values."""
+        return f"{self.check}:{self.attribute}"
+
+
+@dataclasses.dataclass
+class Conversion:
+    """What a check sees: the real tensors, in the order given by the user,
+    their converted counterparts, and the converter that made them."""
+
+    names: tuple[str, ...]
+    real: tuple[Any, ...]
+    fake: tuple[Any, ...]
+    converter: Any
+
+    def pairs(self) -> Iterator[tuple[str, Any, Any]]:
+        return iter(zip(self.names, self.real, self.fake))
+
+
+CheckFn = Callable[[Conversion], list[Mismatch]]
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckSpec:
+    name: str
+    summary: str
+    fn: CheckFn
+
+
+_CHECKS: dict[str, CheckSpec] = {}
+_loaded = False
+
+
+def check(name: str, summary: str) -> Callable[[CheckFn], CheckFn]:
+    """Decorator registering a check under a short, stable ``name``."""
+
+    def register(fn: CheckFn) -> CheckFn:
+        if name in _CHECKS:
+            raise ValueError(f"check {name!r} is registered twice")
+        _CHECKS[name] = CheckSpec(name, summary, fn)
+        return fn
+
+    return register
+
+
+def all_checks() -> dict[str, CheckSpec]:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        for module in CHECK_MODULES:
+            importlib.import_module(f"{__name__}.{module}")
+    return dict(_CHECKS)
+
+
+def run_checks(conversion: Conversion, names: list[str] | None = None) -> list[Mismatch]:
+    """Run the named checks (default: all); a check that crashes is itself
+    reported as a mismatch rather than hiding the others."""
+    registry = all_checks()
+    found: list[Mismatch] = []
+    for name in names or list(registry):
+        try:
+            found.extend(registry[name].fn(conversion))
+        except Exception as e:  # a crash is a finding, not a test-session crash
+            found.append(Mismatch(name, "*", "check raised", "-", f"{type(e).__name__}: {e}"))
+    return found

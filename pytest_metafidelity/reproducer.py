@@ -1,0 +1,114 @@
+"""Reproducers: runnable Python that rebuilds the tensors and re-runs the check.
+
+Tensors drawn from our strategies carry their recipe, which is replayed
+verbatim.  For tensors made by hand, :func:`describe_as_recipe` writes a
+recipe from their metadata (dense strided tensors, views and shared storages;
+other layouts get a comment saying what could not be rebuilt).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .strategies.recipe import Recipe, recipe_of
+
+
+def recipe_for(tensors: Sequence[Any]) -> Recipe:
+    """The recipe that rebuilds ``tensors`` in order, outputs renamed if needed."""
+    recipes = [recipe_of(t) for t in tensors]
+    first = recipes[0] if recipes else None
+    if first is not None and all(r is first for r in recipes):
+        # Map each tensor to the output it is (the same recipe may have built
+        # them in another order, or the user passes a subset).
+        with_names = _outputs_matching(first, tensors)
+        if with_names is not None:
+            return Recipe(first.lines, with_names, first.imports, first.contexts, first.kinds)
+    return describe_as_recipe(tensors)
+
+
+def _outputs_matching(recipe: Recipe, tensors: Sequence[Any]) -> tuple[str, ...] | None:
+    if len(tensors) == len(recipe.outputs):
+        return recipe.outputs
+    return None
+
+
+def describe_as_recipe(tensors: Sequence[Any]) -> Recipe:
+    """Write a recipe from the tensors' metadata alone (values are not kept)."""
+    b = _Describer()
+    names = [b.tensor(t) for t in tensors]
+    return Recipe(tuple(b.lines), tuple(names), (), (), ("described",))
+
+
+class _Describer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.storages: dict[int, str] = {}
+        self.tensors: dict[int, str] = {}
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter - 1}"
+
+    def tensor(self, t: Any) -> str:
+        if id(t) in self.tensors:
+            return self.tensors[id(t)]
+        name = self.fresh("t")
+        self.tensors[id(t)] = name
+        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
+        if t.layout != _torch().strided or t.is_nested:
+            self.lines.append(
+                f"{name} = None  # cannot rebuild a {t.layout} tensor from metadata alone; "
+                f"shape {tuple(t.shape)}, dtype {t.dtype}"
+            )
+            return name
+        shape, stride, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
+        if t._is_view() and t._base is not None:
+            base = self.tensor(t._base)
+            self.lines.append(f"{name} = {base}.as_strided({shape}, {stride}, {offset})")
+        else:
+            storage = t.untyped_storage()
+            key = storage._cdata
+            if key not in self.storages:
+                sname = self.fresh("s")
+                self.storages[key] = sname
+                nbytes = storage.nbytes()
+                self.lines.append(
+                    f"{sname} = torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
+                )
+            self.lines.append(
+                f"{name} = torch.empty(0, dtype={t.dtype}{dev}).set_("
+                f"{self.storages[key]}, {offset}, {shape}, {stride})"
+            )
+            if t.requires_grad:
+                self.lines.append(f"{name}.requires_grad_()")
+        if t.is_conj():
+            self.lines.append(f"{name} = {name}.conj()  # conj bit")
+        if t.is_neg():
+            self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
+        return name
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def reproducer_source(
+    recipe: Recipe,
+    *,
+    converters: Sequence[str],
+    checks: Sequence[str] | None,
+    order: Sequence[int] | None = None,
+) -> str:
+    """A standalone script: rebuild the tensors, then run the same check."""
+    args = ", ".join(recipe.outputs)
+    extra = f", checks={list(checks)!r}" if checks else ""
+    if order is not None and list(order) != list(range(len(recipe.outputs))):
+        extra += f", order={list(order)!r}"
+    epilogue = (
+        "\nfrom pytest_metafidelity import assert_faithful\n"
+        f"assert_faithful({args}, converters={list(converters)!r}{extra})"
+    )
+    return recipe.to_python(epilogue=epilogue)

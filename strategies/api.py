@@ -1,0 +1,160 @@
+"""The public strategies: recipes(), meta_tensors(), tensor_families()."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from hypothesis import event, note
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from .config import make_config
+from .kinds import Kind, all_kinds, available_kinds
+from .recipe import Recipe, RecipeBuilder
+
+
+def select_kinds(
+    kinds: Iterable[str] | str | None,
+    exclude_kinds: Iterable[str] | str | None = None,
+    *,
+    family: bool | None = False,
+    allow_context: bool = True,
+    argname: str = "kinds",
+) -> list[Kind]:
+    """Resolve kind names against the registry, with a clear error for a name
+    that does not exist and for one the installed torch cannot build."""
+    registry = all_kinds()
+    usable = available_kinds()
+
+    def names(value: Any, arg: str) -> list[str]:
+        if value is None:
+            return []
+        value = [value] if isinstance(value, str) else list(value)
+        for n in value:
+            if n not in registry:
+                raise InvalidArgument(
+                    f"{arg}: unknown tensor kind {n!r}; allowed: {', '.join(registry)}"
+                )
+        return value
+
+    wanted = names(kinds, argname)
+    excluded = set(names(exclude_kinds, "exclude_kinds"))
+    if wanted:
+        for n in wanted:
+            if n not in usable:
+                raise InvalidArgument(
+                    f"{argname}: tensor kind {n!r} cannot be built with this torch: "
+                    f"{registry[n].unavailable()}"
+                )
+        chosen = [usable[n] for n in wanted]
+    else:
+        chosen = [
+            k for k in usable.values()
+            if (family is None or k.family == family) and (allow_context or not k.needs_context)
+        ]
+    if not allow_context:
+        bad = [k.name for k in chosen if k.needs_context]
+        if bad:
+            raise InvalidArgument(
+                f"{argname}: {', '.join(bad)} only exist inside a functorch level or mode; "
+                "draw them with recipes() and build them inside recipe.active_contexts()"
+            )
+    chosen = [k for k in chosen if k.name not in excluded]
+    if not chosen:
+        raise InvalidArgument(f"{argname}={kinds!r} with exclude_kinds={exclude_kinds!r} leaves no kind")
+    return chosen
+
+
+def recipes(
+    *,
+    kinds: Iterable[str] | str | None = None,
+    exclude_kinds: Iterable[str] | str | None = None,
+    family: bool | None = False,
+    **generation: Any,
+) -> st.SearchStrategy[Recipe]:
+    """Recipes (source that builds tensors) of the given kinds.
+
+    ``family=False`` draws single-tensor kinds, ``True`` aliasing families,
+    ``None`` both.  ``generation`` takes the arguments of :func:`meta_tensors`.
+    Kinds that need a live context are included; build their tensors with
+    ``with recipe.active_contexts() as ns: recipe.build_in(ns)``.
+    """
+    chosen = select_kinds(kinds, exclude_kinds, family=family)
+    cfg = make_config(**generation)
+    return _recipes(chosen, cfg)
+
+
+def _recipes(chosen: list[Kind], cfg: Any) -> st.SearchStrategy[Recipe]:
+    @st.composite
+    def draw_recipe(draw: Any) -> Recipe:
+        k = draw(st.sampled_from(chosen))
+        b = RecipeBuilder()
+        try:
+            outputs = k.draw(draw, b, cfg)
+            recipe = b.finish(outputs)
+        finally:
+            b.close()
+        event(f"kind: {k.name}")
+        for extra in recipe.kinds:
+            if extra != k.name:
+                event(f"kind: {extra}")
+        return recipe
+
+    return draw_recipe()
+
+
+def _built(recipe: Recipe) -> tuple[Any, ...]:
+    tensors = recipe.build()
+    note(f"metafidelity reproducer:\n{recipe.to_python()}")
+    return tensors
+
+
+def meta_tensors(
+    *,
+    dtype: Any = None,
+    shape: Any = None,
+    min_dims: int = 0,
+    max_dims: int | None = None,
+    min_side: int = 0,
+    max_side: int | None = None,
+    kinds: Iterable[str] | str | None = None,
+    exclude_kinds: Iterable[str] | str | None = None,
+    devices: Any = None,
+    requires_grad: Any = None,
+    max_storage_bytes: int = 1 << 16,
+) -> st.SearchStrategy[Any]:
+    """A strategy for one tensor of any kind the converter handles.
+
+    Arguments follow ``hypothesis.extra.numpy.arrays``: each takes a value or
+    a strategy.  ``dtype``: a torch dtype, its name, a list, or a strategy
+    (default: every dtype this torch can build).  ``shape`` or
+    ``min_dims``/``max_dims``/``min_side``/``max_side``.  ``kinds`` and
+    ``exclude_kinds``: kind names (see ``all_kinds()``).  ``devices``: "cpu",
+    "meta", "cuda:N" or a list (default cpu).  ``requires_grad``: forced
+    value, or None for both.  ``max_storage_bytes``: bound on each storage.
+
+    The tensor's recipe travels with it (``recipe_of(t)``) and is printed as
+    runnable Python in Hypothesis' falsifying-example notes.
+    """
+    chosen = select_kinds(kinds, exclude_kinds, family=False, allow_context=False)
+    cfg = make_config(
+        dtype=dtype, shape=shape, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
+        max_side=max_side, devices=devices, requires_grad=requires_grad,
+        max_storage_bytes=max_storage_bytes,
+    )
+    return _recipes(chosen, cfg).map(lambda r: _built(r)[0])
+
+
+def tensor_families(
+    *,
+    kinds: Iterable[str] | str | None = None,
+    exclude_kinds: Iterable[str] | str | None = None,
+    **generation: Any,
+) -> st.SearchStrategy[tuple[Any, ...]]:
+    """A strategy for a tuple of tensors that alias each other (views of one
+    base, ``set_`` aliases, grads that alias, subclasses with aliasing inner
+    tensors).  Takes the arguments of :func:`meta_tensors`; ``kinds`` names
+    family kinds.  Convert the tuple through one converter: aliasing bugs only
+    show across tensors converted together."""
+    chosen = select_kinds(kinds, exclude_kinds, family=True, allow_context=False)
+    return _recipes(chosen, make_config(**generation)).map(_built)

@@ -1,0 +1,189 @@
+"""Recipes: how a generated tensor is built, as Python source that travels with it.
+
+A recipe is a list of Python statements plus the names of the tensors under
+test.  Tensors are built by executing exactly that source, so the reproducer a
+failure prints is, by construction, the code that built the failing tensors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import textwrap
+from typing import Any, Iterator
+
+_RECIPES: Any = None  # WeakIdKeyDictionary tensor -> Recipe, created lazily
+
+
+def _registry() -> Any:
+    global _RECIPES
+    if _RECIPES is None:
+        from torch.utils.weak import WeakIdKeyDictionary
+
+        _RECIPES = WeakIdKeyDictionary()
+    return _RECIPES
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Source that rebuilds one or more tensors.
+
+    ``lines``: statements, executed in order, with ``torch`` imported.
+    ``outputs``: variable names of the tensors under test, in order.
+    ``imports``: extra import statements the lines need.
+    ``contexts``: context-manager expressions that must be active while the
+    tensors are built, converted and checked (functorch levels, modes).
+    ``kinds``: the generator kinds that produced it (for reports/events).
+    """
+
+    lines: tuple[str, ...]
+    outputs: tuple[str, ...]
+    imports: tuple[str, ...] = ()
+    contexts: tuple[str, ...] = ()
+    kinds: tuple[str, ...] = ()
+
+    # -- source ---------------------------------------------------------
+    def header(self) -> str:
+        return "\n".join(("import torch", *sorted(set(self.imports))))
+
+    def body(self) -> str:
+        return "\n".join(self.lines)
+
+    def to_python(self, epilogue: str = "") -> str:
+        """A self-contained script that rebuilds the tensors.
+
+        ``epilogue`` is appended inside the recipe's contexts, so it can use
+        the tensors while e.g. a functorch level is still active.
+        """
+        body = self.body() + ("\n" + epilogue if epilogue else "")
+        if self.contexts:
+            body = "with " + ", ".join(self.contexts) + ":\n" + textwrap.indent(body, "    ")
+        kinds = f"# kinds: {', '.join(self.kinds)}\n" if self.kinds else ""
+        return f"{kinds}{self.header()}\n\n{body}\n"
+
+    def __str__(self) -> str:
+        return self.to_python()
+
+    # -- building -------------------------------------------------------
+    @contextlib.contextmanager
+    def active_contexts(self) -> Iterator[dict[str, Any]]:
+        """Enter the recipe's contexts; yields the namespace to build in."""
+        namespace: dict[str, Any] = {}
+        exec(compile(self.header(), "<metafidelity recipe>", "exec"), namespace)
+        with contextlib.ExitStack() as stack:
+            for expr in self.contexts:
+                stack.enter_context(eval(expr, namespace))
+            yield namespace
+
+    def build_in(self, namespace: dict[str, Any]) -> tuple[Any, ...]:
+        """Execute the lines in ``namespace`` (from :meth:`active_contexts`)."""
+        exec(compile(self.body(), "<metafidelity recipe>", "exec"), namespace)
+        tensors = tuple(namespace[name] for name in self.outputs)
+        registry = _registry()
+        for t in tensors:
+            registry[t] = self
+        return tensors
+
+    def build(self) -> tuple[Any, ...]:
+        """Build the tensors.  Only for recipes that need no live context."""
+        if self.contexts:
+            raise RuntimeError(
+                "this recipe's tensors only exist inside "
+                f"{', '.join(self.contexts)}; use `with recipe.active_contexts() as ns: "
+                "recipe.build_in(ns)`"
+            )
+        with self.active_contexts() as namespace:
+            return self.build_in(namespace)
+
+
+def recipe_of(tensor: Any) -> Recipe | None:
+    """The recipe a generated tensor was built from, or None."""
+    if _RECIPES is None:
+        return None
+    try:
+        return _RECIPES.get(tensor)
+    except TypeError:
+        return None
+
+
+def attach_recipe(tensor: Any, recipe: Recipe) -> None:
+    _registry()[tensor] = recipe
+
+
+class RecipeBuilder:
+    """Accumulates recipe lines with fresh variable names, executing each line
+    as it is added so that later draws can look at the real tensors built so
+    far (``builder[name]``)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.imports: set[str] = {"import torch"}
+        self.contexts: list[str] = []
+        self.kinds: list[str] = []
+        self.namespace: dict[str, Any] = {}
+        self._stack = contextlib.ExitStack()
+        self._counter = 0
+        exec("import torch", self.namespace)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.namespace[name]
+
+    def fresh(self, prefix: str = "t") -> str:
+        name = f"{prefix}{self._counter}"
+        self._counter += 1
+        return name
+
+    def stmt(self, code: str) -> None:
+        """Run ``code`` now and record it."""
+        exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
+        self.lines.extend(code.splitlines())
+
+    def let(self, expr: str, prefix: str = "t") -> str:
+        """Bind ``expr`` to a fresh variable, run it, and return the name."""
+        name = self.fresh(prefix)
+        self.stmt(f"{name} = {expr}")
+        return name
+
+    def try_let(self, expr: str, prefix: str = "t") -> str | None:
+        """Like :meth:`let`, but returns None (recording nothing) if torch
+        rejects the expression, for ops whose validity is torch's to decide."""
+        name = self.fresh(prefix)
+        try:
+            value = eval(compile(expr, "<metafidelity recipe>", "eval"), self.namespace)
+        except Exception:
+            return None
+        self.namespace[name] = value
+        self.lines.append(f"{name} = {expr}")
+        return name
+
+    def need(self, import_line: str) -> None:
+        if import_line not in self.imports:
+            exec(import_line, self.namespace)
+            self.imports.add(import_line)
+
+    def within(self, context_expr: str) -> None:
+        """Make the whole recipe run inside ``context_expr``.  Call it before
+        adding any line: the context is entered now and wraps every line."""
+        if context_expr not in self.contexts:
+            if self.lines:
+                raise RuntimeError("RecipeBuilder.within() must come before any line")
+            self._stack.enter_context(eval(context_expr, self.namespace))
+            self.contexts.append(context_expr)
+
+    def kind(self, name: str) -> None:
+        if name not in self.kinds:
+            self.kinds.append(name)
+
+    def close(self) -> None:
+        """Leave any context entered by :meth:`within`."""
+        self._stack.close()
+
+    def finish(self, outputs: list[str] | tuple[str, ...]) -> Recipe:
+        self.close()
+        return Recipe(
+            lines=tuple(self.lines),
+            outputs=tuple(outputs),
+            imports=tuple(sorted(self.imports - {"import torch"})),
+            contexts=tuple(self.contexts),
+            kinds=tuple(self.kinds),
+        )
