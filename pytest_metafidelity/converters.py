@@ -4,12 +4,35 @@ A converter instance converts one family of tensors (in an order the caller
 chooses), so its memo and aliasing bookkeeping are exercised across tensors.
 A documented refusal by torch (NotImplemented, UnsupportedFakeTensorException,
 Dynamo's "unimplemented") is raised as :class:`Unsupported`.
+
+Each converter's docstring is its documentation (shown in option help and the
+README): say exactly what it does.
+
+Converters:
+
+``meta``
+    ``MetaConverter`` with its default callback: meta tensors.
+``fake``
+    ``FakeTensorMode().from_tensor``, static shapes.
+``fake-dynamic``
+    ``FakeTensorMode`` with a ``ShapeEnv``; every dimension dynamic.
+``fake-real`` / ``fake-real-dynamic``
+    As ``fake`` / ``fake-dynamic``, with
+    ``torch._functorch.config.fake_tensor_propagate_real_tensors`` on, so each
+    fake carries a copy of its real tensor (``fake.real_tensor``).
+``refake`` / ``refake-fresh``
+    A ``fake-dynamic`` fake converted again by a second ``FakeTensorMode``
+    sharing the first one's ``ShapeEnv`` / with a fresh ``ShapeEnv``.
+``functional``
+    A ``fake`` fake wrapped as a ``FunctionalTensor`` under
+    ``FunctionalTensorMode`` and converted again by a fresh ``FakeTensorMode``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 class Unsupported(Exception):
@@ -26,17 +49,30 @@ class ConverterSpec:
 
 
 class Converter:
-    """Base class.  Subclasses implement :meth:`_convert`."""
+    """Base class.  Subclasses implement :meth:`_convert`.
+
+    Attributes the checks read:
+
+    ``symbolic``
+        True when converted sizes/strides may be SymInts (the checks then
+        compare the SymInts' hints, and torch's ``assert_metadata_eq`` runs
+        with ``skip_symbolic``).
+    ``carries_real``
+        True when each converted tensor carries a copy of its real tensor in
+        ``.real_tensor`` (``fake_tensor_propagate_real_tensors``).
+    """
 
     name = "?"
-    # True when converted sizes/strides may be SymInts.
     symbolic = False
+    carries_real = False
 
     def convert(self, t: Any) -> Any:
         from torch._subclasses.fake_tensor import UnsupportedFakeTensorException
 
         try:
             r = self._convert(t)
+        except Unsupported:
+            raise
         except UnsupportedFakeTensorException as e:
             raise Unsupported(f"UnsupportedFakeTensorException: {e.reason}") from e
         except Exception as e:
@@ -55,9 +91,24 @@ class Converter:
     def close(self) -> None:
         """Release what the converter holds (modes, memo)."""
 
+    def fresh(self) -> "Converter":
+        """A new, independent instance configured like this one (the ``memo``
+        check converts through one to see converted tensors released)."""
+        return type(self)()
+
+    def fake_device(self, real: Any) -> Any:
+        """The device a converted tensor must report for ``real``: fake
+        tensors report the real device; meta tensors report ``meta``."""
+        return real.device
+
+
+# -- meta ---------------------------------------------------------------------
+
 
 class MetaConverterAdapter(Converter):
-    """``MetaConverter`` with its default callback: meta tensors."""
+    """``MetaConverter`` with its default callback: meta tensors.  Their device
+    is ``meta``; everything else (shape, strides, aliasing, autograd
+    metadata) must match the real tensor."""
 
     name = "meta"
 
@@ -69,6 +120,48 @@ class MetaConverterAdapter(Converter):
     def _convert(self, t: Any) -> Any:
         return self.impl(t)
 
+    def fake_device(self, real: Any) -> Any:
+        import torch
+
+        return torch.device("meta")
+
+
+# -- fake ---------------------------------------------------------------------
+
+
+def _fake_mode(*, dynamic: bool, real: bool = False, shape_env: Any = None) -> Any:
+    """A FakeTensorMode: static, or with a ShapeEnv (``shape_env`` or a new
+    one); with ``real``, made while ``fake_tensor_propagate_real_tensors`` is
+    on (the mode reads the flag when it is created)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    kwargs: dict[str, Any] = {}
+    if dynamic:
+        if shape_env is None:
+            from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+            shape_env = ShapeEnv()
+        kwargs.update(shape_env=shape_env, static_shapes=False)
+    if not real:
+        return FakeTensorMode(**kwargs)
+    import torch._functorch.config as functorch_config
+
+    with functorch_config.patch(fake_tensor_propagate_real_tensors=True):
+        mode = FakeTensorMode(**kwargs)
+    if not getattr(mode, "propagate_real_tensors", False):
+        raise Unsupported("this torch's FakeTensorMode does not propagate real tensors")
+    return mode
+
+
+def _from_tensor(mode: Any, t: Any, **kwargs: Any) -> Any:
+    """``mode.from_tensor`` without structured-trace logging where supported."""
+    try:
+        return mode.from_tensor(t, trace=False, **kwargs)
+    except TypeError as e:
+        if "trace" not in str(e):
+            raise
+        return mode.from_tensor(t, **kwargs)
+
 
 class FakeConverter(Converter):
     """``FakeTensorMode().from_tensor`` with static shapes."""
@@ -76,9 +169,7 @@ class FakeConverter(Converter):
     name = "fake"
 
     def __init__(self) -> None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-
-        self.mode = FakeTensorMode()
+        self.mode = _fake_mode(dynamic=False)
 
     def _convert(self, t: Any) -> Any:
         return self.mode.from_tensor(t)
@@ -86,27 +177,208 @@ class FakeConverter(Converter):
 
 class DynamicFakeConverter(Converter):
     """``FakeTensorMode`` with a ``ShapeEnv``; every dimension marked dynamic
-    through a symbolic context, as Dynamo does with dynamic shapes."""
+    through a symbolic context, as Dynamo does with dynamic shapes.  Sizes,
+    strides and offsets are SymInts; the checks compare their hints."""
 
     name = "fake-dynamic"
     symbolic = True
+    real = False
 
     def __init__(self) -> None:
-        from torch._subclasses.fake_tensor import FakeTensorMode
-        from torch.fx.experimental.symbolic_shapes import ShapeEnv
-
-        self.mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)
+        self.mode = _fake_mode(dynamic=True, real=self.real)
         self._count = 0
 
     def _convert(self, t: Any) -> Any:
         from torch._dynamo.source import ConstantSource
 
         self._count += 1
-        return self.mode.from_tensor(
+        return _from_tensor(
+            self.mode,
             t,
             source=ConstantSource(f"input{self._count}"),
             symbolic_context=all_dynamic_context(t),
         )
+
+
+class RealFakeConverter(FakeConverter):
+    """Like ``fake``, with ``torch._functorch.config.fake_tensor_propagate_real_tensors``
+    on (``copy_data``): each fake carries a copy of its real tensor in
+    ``.real_tensor``.  The carried tensor must equal the original: same
+    metadata, same values, and the same aliasing among the carried tensors as
+    among the originals."""
+
+    name = "fake-real"
+    carries_real = True
+
+    def __init__(self) -> None:
+        self.mode = _fake_mode(dynamic=False, real=True)
+
+
+class RealDynamicFakeConverter(DynamicFakeConverter):
+    """Like ``fake-dynamic`` (a ``ShapeEnv``, every dimension dynamic), with
+    ``fake_tensor_propagate_real_tensors`` on: each fake carries a copy of
+    its real tensor, which must equal the original."""
+
+    name = "fake-real-dynamic"
+    carries_real = True
+    real = True
+
+
+def _real_unavailable() -> str | None:
+    try:
+        import torch._functorch.config as functorch_config
+    except Exception as e:  # pragma: no cover - depends on torch
+        return f"torch._functorch.config: {e}"
+    if not hasattr(functorch_config, "fake_tensor_propagate_real_tensors"):
+        return "torch._functorch.config has no fake_tensor_propagate_real_tensors"
+    return None
+
+
+# -- refake -------------------------------------------------------------------
+
+
+class RefakeConverter(Converter):
+    """A fake tensor converted again into a second mode: the real tensor is
+    first converted as by ``fake-dynamic`` (mode A, a ``ShapeEnv``, every
+    dimension dynamic); that fake is then converted by a second
+    ``FakeTensorMode`` B sharing A's ``ShapeEnv``, which reuses the fake's
+    SymInts (as AOTAutograd does when it re-fakeifies Dynamo's inputs).  The
+    result (a fake of B) must be faithful to the original real tensor.  The
+    converter keeps A's fakes alive until it is closed, as the tracer that
+    made them would."""
+
+    name = "refake"
+    symbolic = True
+    fresh_shape_env = False
+
+    def __init__(self) -> None:
+        self.first = DynamicFakeConverter()
+        if self.fresh_shape_env:
+            self.mode = _fake_mode(dynamic=True)
+        else:
+            self.mode = _fake_mode(dynamic=True, shape_env=self.first.mode.shape_env)
+        self._keep: dict[int, Any] = {}
+        self._count = 0
+
+    def _convert(self, t: Any) -> Any:
+        from torch._dynamo.source import ConstantSource
+
+        first = self.first._convert(t)
+        self._keep[id(first)] = first
+        self._count += 1
+        return _from_tensor(
+            self.mode,
+            first,
+            source=ConstantSource(f"refake{self._count}"),
+            symbolic_context=all_dynamic_context(first),
+        )
+
+    def close(self) -> None:
+        self._keep.clear()
+
+
+class FreshRefakeConverter(RefakeConverter):
+    """Like ``refake``, but the second ``FakeTensorMode`` has a fresh
+    ``ShapeEnv``: the fake's symbols are transferred from the foreign
+    ``ShapeEnv`` (every dimension dynamic again), as when fakes cross from
+    one compilation into another."""
+
+    name = "refake-fresh"
+    fresh_shape_env = True
+
+
+# -- functional -----------------------------------------------------------------
+
+
+class FunctionalConverter(Converter):
+    """Functional round trip.  The real tensor is converted by a static
+    ``FakeTensorMode`` A (as ``fake``); that fake is wrapped as a
+    ``FunctionalTensor`` under this converter's ``FunctionalTensorMode`` with
+    ``FunctionalTensor.to_functional`` (as AOTAutograd wraps graph inputs),
+    and the wrapper is converted again, with the ``FunctionalTensorMode``
+    still active, by a second, fresh static ``FakeTensorMode`` B.  The result
+    is a plain fake of B and must be faithful to the original real tensor.
+
+    Views are not wrapped directly (``to_functional`` of a view gives a
+    wrapper that is not a view): the view's base is wrapped and the view is
+    re-created on the wrapped base with ``as_strided`` (and the dtype view
+    ``view(dtype)`` / ``view_as_real`` / ``view_as_complex`` where dtypes
+    differ), under ``no_grad`` for leaf views, with the fake view's
+    ``requires_grad``, conj/neg bits and creation meta -- so the wrappers
+    alias exactly as the fakes do.  A fake's ``.grad`` is wrapped and set as
+    the wrapper's ``.grad``.  Wrappers and A's fakes are kept alive until
+    the converter is closed."""
+
+    name = "functional"
+
+    def __init__(self) -> None:
+        from torch._subclasses.functional_tensor import FunctionalTensorMode
+
+        self.first = _fake_mode(dynamic=False)
+        self.functional_mode = FunctionalTensorMode()
+        self.mode = _fake_mode(dynamic=False)
+        self._wrapped: dict[int, tuple[Any, Any]] = {}
+
+    def _convert(self, t: Any) -> Any:
+        first = self.first.from_tensor(t)
+        with self.functional_mode:
+            wrapper = self._wrap(first)
+            return self.mode.from_tensor(wrapper)
+
+    @contextlib.contextmanager
+    def _grad_mode(self, enabled: bool) -> Iterator[None]:
+        import torch
+
+        with torch.set_grad_enabled(enabled):
+            yield
+
+    def _wrap(self, f: Any) -> Any:
+        import torch
+        from torch._subclasses.functional_tensor import FunctionalTensor
+
+        hit = self._wrapped.get(id(f))
+        if hit is not None and hit[0] is f:
+            return hit[1]
+        if f._is_view() and f._base is not None:
+            base = self._wrap(f._base)
+            with self._grad_mode(not f.is_leaf):
+                b = base
+                if b.dtype != f.dtype:
+                    if b.dtype.is_complex and not f.dtype.is_complex and b.dtype.to_real() == f.dtype:
+                        b = torch.view_as_real(b)
+                    elif f.dtype.is_complex and f.dtype.to_real() == b.dtype:
+                        b = torch.view_as_complex(b)
+                    else:
+                        b = b.view(f.dtype)
+                w = b.as_strided(f.size(), f.stride(), f.storage_offset())
+            if f.is_leaf and f.requires_grad != w.requires_grad:
+                w.requires_grad_(f.requires_grad)
+            get_cm = getattr(torch._C._autograd, "_get_creation_meta", None)
+            set_cm = getattr(torch._C._autograd, "_set_creation_meta", None)
+            if get_cm is not None and set_cm is not None and w._is_view():
+                set_cm(w, get_cm(f))
+            torch._C._set_conj(w, f.is_conj())
+            torch._C._set_neg(w, f.is_neg())
+        else:
+            w = FunctionalTensor.to_functional(f)
+        grad = f.grad if f.is_leaf else None
+        if grad is not None:
+            w.grad = self._wrap(grad)
+        self._wrapped[id(f)] = (f, w)
+        return w
+
+    def close(self) -> None:
+        self._wrapped.clear()
+
+
+def _functional_unavailable() -> str | None:
+    try:
+        from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode  # noqa: F401
+    except Exception as e:  # pragma: no cover - depends on torch
+        return f"torch._subclasses.functional_tensor: {e}"
+    if not hasattr(FunctionalTensor, "to_functional"):
+        return "FunctionalTensor.to_functional is missing"
+    return None
 
 
 def all_dynamic_context(t: Any) -> Any:
@@ -134,18 +406,33 @@ def all_dynamic_context(t: Any) -> Any:
     return StatelessSymbolicContext(**common)
 
 
+def _spec(cls: type[Converter], unavailable: Callable[[], str | None] = lambda: None) -> ConverterSpec:
+    doc = " ".join((cls.__doc__ or "").split())
+    return ConverterSpec(cls.name, doc, cls, unavailable)
+
+
 CONVERTERS: dict[str, ConverterSpec] = {
     spec.name: spec
     for spec in (
-        ConverterSpec("meta", MetaConverterAdapter.__doc__ or "", MetaConverterAdapter),
-        ConverterSpec("fake", FakeConverter.__doc__ or "", FakeConverter),
-        ConverterSpec("fake-dynamic", DynamicFakeConverter.__doc__ or "", DynamicFakeConverter),
+        _spec(MetaConverterAdapter),
+        _spec(FakeConverter),
+        _spec(DynamicFakeConverter),
+        _spec(RealFakeConverter, _real_unavailable),
+        _spec(RealDynamicFakeConverter, _real_unavailable),
+        _spec(RefakeConverter),
+        _spec(FreshRefakeConverter),
+        _spec(FunctionalConverter, _functional_unavailable),
     )
 }
 
 
 def converter_names() -> list[str]:
     return list(CONVERTERS)
+
+
+def available_converters() -> list[str]:
+    """The converters usable with the installed torch."""
+    return [n for n, s in CONVERTERS.items() if s.unavailable() is None]
 
 
 def make_converter(name: str) -> Converter:

@@ -1,0 +1,203 @@
+"""Command-line / ini / environment options of ``pytest --metafidelity``.
+
+Each option is settable three ways, highest precedence first: the command
+line, an environment variable (for HypoFuzz and CI systems that bypass the
+command line), and an ini-file key.  This module only declares and parses;
+names are validated against the registries in :func:`resolve`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+# name, env var, help, kind ("bool" | "list" | "int" | "float" | "str")
+OPTIONS = (
+    ("metafidelity", "METAFIDELITY", "run the built-in fakeification fidelity suite", "bool"),
+    ("metafidelity_kinds", "METAFIDELITY_KINDS",
+     "comma-separated tensor kinds to generate (default: every kind this torch can build)", "list"),
+    ("metafidelity_converters", "METAFIDELITY_CONVERTERS",
+     "comma-separated converters to test (default: all)", "list"),
+    ("metafidelity_checks", "METAFIDELITY_CHECKS",
+     "comma-separated checks to run (default: all)", "list"),
+    ("metafidelity_devices", "METAFIDELITY_DEVICES",
+     "comma-separated devices for real tensors: cpu, meta, cuda, cuda:N "
+     "(default: cpu plus every visible GPU)", "list"),
+    ("metafidelity_examples", "METAFIDELITY_EXAMPLES",
+     "Hypothesis examples per suite item (overrides the profile and the time budget)", "int"),
+    ("metafidelity_budget", "METAFIDELITY_BUDGET",
+     "total seconds for the suite, shared among its items (default from the profile)", "float"),
+    ("metafidelity_profile", "METAFIDELITY_PROFILE",
+     "ci (derandomized, fixed examples), dev (default, time budget) or nightly (many examples)",
+     "str"),
+    ("metafidelity_strict", "METAFIDELITY_STRICT",
+     "known differences fail, and so does a known difference that no longer occurs", "bool"),
+    ("metafidelity_report", "METAFIDELITY_REPORT", "write a JSON report to this path", "str"),
+    ("metafidelity_reproducers", "METAFIDELITY_REPRODUCERS",
+     "directory for standalone reproducer scripts (default: metafidelity-reproducers)", "str"),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Profile:
+    """What a profile means for the suite's Hypothesis settings."""
+
+    name: str
+    examples: int | None  # fixed examples per item, or None for the time budget
+    budget: float | None  # total seconds, when examples is None
+    derandomize: bool
+    use_database: bool
+    summary: str
+
+
+PROFILES = {
+    p.name: p
+    for p in (
+        Profile("dev", None, 40.0, False, True,
+                "time-boxed (40 s in all, 3 to 50 examples per item), random, example database on"),
+        Profile("ci", 5, None, True, False,
+                "5 examples per item, derandomized, no example database: the same cases every run"),
+        Profile("nightly", 500, None, False, True,
+                "500 examples per item, random: long fuzzing runs"),
+    )
+}
+MIN_EXAMPLES, MAX_BUDGET_EXAMPLES = 3, 50
+
+
+def add_options(parser: Any) -> None:
+    group = parser.getgroup("metafidelity", "fakeification fidelity (pytest-metafidelity)")
+    for name, env, help_text, kind in OPTIONS:
+        flag = "--" + name.replace("_", "-")
+        help_full = f"{help_text} [env {env}, ini {name}]"
+        if kind == "bool":
+            group.addoption(flag, action="store_true", default=None, dest=name, help=help_full)
+            parser.addini(name, help_text, type="bool", default=False)
+        else:
+            group.addoption(flag, action="store", default=None, dest=name, help=help_full,
+                            metavar=name.removeprefix("metafidelity_").upper())
+            parser.addini(name, help_text, default="")
+
+
+def raw_value(config: Any, name: str) -> Any:
+    """The option's value: command line, else environment, else ini."""
+    kind = next(k for n, _, _, k in OPTIONS if n == name)
+    env = next(e for n, e, _, _ in OPTIONS if n == name)
+    value = config.getoption(name)
+    if value is None and os.environ.get(env):
+        value = os.environ[env]
+        if kind == "bool":
+            value = value.strip().lower() not in ("", "0", "false", "no", "off")
+    if value is None:
+        value = config.getini(name)
+        if value in ("", None) or (kind == "bool" and not value):
+            value = None
+    return value
+
+
+def is_enabled(config: Any) -> bool:
+    return bool(raw_value(config, "metafidelity"))
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteOptions:
+    kinds: tuple[str, ...]
+    converters: tuple[str, ...]
+    checks: tuple[str, ...]
+    devices: tuple[str, ...]
+    profile: Profile
+    examples: int | None
+    budget: float | None
+    strict: bool
+    report: str | None
+    reproducers: str
+
+
+class OptionError(ValueError):
+    """A bad option value; the message names it and lists the valid ones."""
+
+
+def _split(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [v.strip() for v in str(value).split(",") if v.strip()]
+
+
+def _choose(option: str, given: list[str], allowed: list[str], default: list[str]) -> tuple[str, ...]:
+    for v in given:
+        if v not in allowed:
+            raise OptionError(
+                f"--{option.replace('_', '-')}: unknown value {v!r}; valid: {', '.join(allowed)}"
+            )
+    return tuple(given or default)
+
+
+def _number(option: str, value: Any, cast: Any, low: float) -> Any:
+    if value is None:
+        return None
+    try:
+        number = cast(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None or number < low:
+        raise OptionError(
+            f"--{option.replace('_', '-')}: {value!r} is not valid; expected a number >= {low}"
+        )
+    return number
+
+
+def resolve(config: Any) -> SuiteOptions:
+    """Validate every option against the registries (imports torch)."""
+    from .checks import all_checks
+    from .converters import CONVERTERS
+    from .strategies.config import visible_devices
+    from .strategies.kinds import all_kinds, available_kinds
+
+    profile_name = raw_value(config, "metafidelity_profile") or "dev"
+    if profile_name not in PROFILES:
+        raise OptionError(
+            f"--metafidelity-profile: unknown value {profile_name!r}; valid: {', '.join(PROFILES)}"
+        )
+    profile = PROFILES[profile_name]
+
+    registry, usable = all_kinds(), available_kinds()
+    kinds = _choose("metafidelity_kinds", _split(raw_value(config, "metafidelity_kinds")),
+                    list(registry), list(usable))
+    unusable = [k for k in kinds if k not in usable]
+    if unusable:
+        raise OptionError(
+            "--metafidelity-kinds: "
+            + "; ".join(f"{k!r} cannot be built with this torch ({registry[k].unavailable()})"
+                        for k in unusable)
+        )
+    available_converters = [n for n, s in CONVERTERS.items() if s.unavailable() is None]
+    converters = _choose("metafidelity_converters",
+                         _split(raw_value(config, "metafidelity_converters")),
+                         list(CONVERTERS), available_converters)
+    checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
+                     list(all_checks()), list(all_checks()))
+    known_devices = list(visible_devices())
+    devices_given = ["cuda:0" if d == "cuda" else d
+                     for d in _split(raw_value(config, "metafidelity_devices"))]
+    devices = _choose("metafidelity_devices", devices_given, known_devices + ["cuda:0"],
+                      [d for d in known_devices if d != "meta"])
+    if "cuda:0" in devices and "cuda:0" not in known_devices:
+        raise OptionError("--metafidelity-devices: 'cuda' was asked for but no GPU is visible; "
+                          f"valid here: {', '.join(known_devices)}")
+
+    examples = _number("metafidelity_examples", raw_value(config, "metafidelity_examples"), int, 1)
+    budget = _number("metafidelity_budget", raw_value(config, "metafidelity_budget"), float, 0.1)
+    if examples is None and budget is None:
+        examples, budget = profile.examples, profile.budget
+    return SuiteOptions(
+        kinds=kinds,
+        converters=converters,
+        checks=checks,
+        devices=devices,
+        profile=profile,
+        examples=examples,
+        budget=budget,
+        strict=bool(raw_value(config, "metafidelity_strict")),
+        report=raw_value(config, "metafidelity_report"),
+        reproducers=raw_value(config, "metafidelity_reproducers") or "metafidelity-reproducers",
+    )

@@ -1,0 +1,167 @@
+"""Reports: per-item records, the terminal table, reproducer files, JSON.
+
+Each suite item's outcome travels as one JSON record in the test report's
+``user_properties`` (pytest-xdist ships those from workers to the
+controller), so the table and the JSON report cover every worker.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+from collections import Counter
+from typing import Any, Iterable
+
+PROPERTY = "metafidelity"
+COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing", "examples")
+
+
+def fidelity_errors(exc: BaseException | None) -> list[Any]:
+    """The FidelityErrors in ``exc`` (Hypothesis groups distinct bugs)."""
+    from .faithful import FidelityError
+
+    if exc is None:
+        return []
+    if isinstance(exc, FidelityError):
+        return [exc]
+    if isinstance(exc, BaseExceptionGroup):
+        return [e for sub in exc.exceptions for e in fidelity_errors(sub)]
+    return []
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
+
+
+def failure_records(
+    error: Any, *, kind: str, converter: str, nodeid: str, directory: str
+) -> list[dict[str, Any]]:
+    """One record per broken invariant, with the reproducer written to a file."""
+    result = error.result
+    records = []
+    os.makedirs(directory, exist_ok=True)
+    for outcome in result.failures:
+        for m in outcome.mismatches:
+            signature = f"{m.check}|{kind}|{outcome.converter}|{m.attribute}"
+            digest = hashlib.sha1(signature.encode()).hexdigest()[:8]
+            path = os.path.join(
+                directory, f"{_slug(kind)}-{_slug(outcome.converter)}-{_slug(m.check)}-{digest}.py"
+            )
+            replay = f"python {path}"
+            header = (
+                f"# pytest-metafidelity reproducer: {m.check} broke for {kind} through "
+                f"{outcome.converter}\n# {m.path}: {m.attribute}: real={m.real!r} fake={m.fake!r}\n"
+                f"# Run: {replay}\n# Suite item: pytest --metafidelity \"{nodeid}\"\n"
+            )
+            with open(path, "w") as f:
+                f.write(header + result.reproducer)
+            records.append({
+                "signature": signature,
+                "check": m.check,
+                "kind": kind,
+                "converter": outcome.converter,
+                "path": m.path,
+                "attribute": m.attribute,
+                "real": repr(m.real),
+                "fake": repr(m.fake),
+                "detail": m.detail,
+                "reproducer": result.reproducer,
+                "reproducer_file": path,
+                "replay": replay,
+                "nodeid": nodeid,
+            })
+    return records
+
+
+def item_record(
+    nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict]
+) -> dict[str, Any]:
+    return {
+        "nodeid": nodeid,
+        "kind": kind,
+        "converter": converter,
+        "outcome": outcome,
+        "counts": {c: tally.get(c, 0) for c in COLUMNS},
+        "failures": failures,
+    }
+
+
+@dataclasses.dataclass
+class Collector:
+    """Gathers item records on the controller (or the only process)."""
+
+    items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.items.append(record)
+
+    def unique_failures(self) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
+        for item in self.items:
+            for f in item["failures"]:
+                seen.setdefault(f["signature"], f)
+        return list(seen.values())
+
+    def table(self) -> str:
+        rows = sorted(self.items, key=lambda r: (r["kind"], r["converter"]))
+        header = ("kind", "converter", *COLUMNS)
+        body = [(r["kind"], r["converter"], *(str(r["counts"][c]) for c in COLUMNS)) for r in rows]
+        totals = Counter()
+        for r in rows:
+            totals.update(r["counts"])
+        body.append(("TOTAL", f"{len(rows)} items", *(str(totals[c]) for c in COLUMNS)))
+        widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
+
+        def line(cells: Iterable[str]) -> str:
+            return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
+
+        return "\n".join([line(header), line("-" * w for w in widths), *map(line, body)])
+
+    def failures_text(self) -> str:
+        parts = []
+        for f in self.unique_failures():
+            parts.append(
+                f"[{f['check']}] {f['kind']} through {f['converter']}: {f['path']}: {f['attribute']}\n"
+                f"    real: {f['real']}\n    fake: {f['fake']}\n"
+                f"    reproducer: {f['reproducer_file']}\n    replay: {f['replay']}"
+            )
+        return "\n".join(parts)
+
+    def document(self, options: Any, seed: Any) -> dict[str, Any]:
+        import torch
+
+        devices = ["cpu"]
+        if torch.cuda.is_available():
+            devices += [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        return {
+            "environment": {
+                "torch": torch.__version__,
+                "python": sys.version.split()[0],
+                "platform": platform.platform(),
+                "devices": devices,
+                "seed": seed,
+                "profile": options.profile.name,
+            },
+            "options": {
+                "kinds": list(options.kinds),
+                "converters": list(options.converters),
+                "checks": list(options.checks),
+                "devices": list(options.devices),
+                "examples": options.examples,
+                "budget": options.budget,
+                "strict": options.strict,
+            },
+            "items": sorted(self.items, key=lambda r: r["nodeid"]),
+            "failures": self.unique_failures(),
+        }
+
+    def write_json(self, path: str, options: Any, seed: Any) -> None:
+        directory = os.path.dirname(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        with open(path, "w") as f:
+            json.dump(self.document(options, seed), f, indent=2, default=str)

@@ -1,0 +1,1 @@
+"""The built-in fidelity suite run by ``pytest --metafidelity``."""

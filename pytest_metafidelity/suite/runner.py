@@ -1,0 +1,122 @@
+"""How one suite item (a tensor kind through a converter) runs.
+
+The item's test is a real Hypothesis ``@given`` test, so ``--hypothesis-seed``,
+``--hypothesis-show-statistics`` and shrinking work as usual.  Each example
+draws a recipe of the item's kind and a conversion order, builds the tensors
+(inside the recipe's contexts), converts them through one converter and runs
+the checks.  A failing example raises :class:`FidelityError`, whose message
+carries the reproducer of the shrunk example.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteItem:
+    kind: str
+    converter: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.kind}-{self.converter}"
+
+
+@dataclasses.dataclass
+class SuiteRun:
+    """Settings and running tallies for the suite in this process."""
+
+    options: Any  # options.SuiteOptions
+    n_items: int = 0
+    started: float = dataclasses.field(default_factory=time.monotonic)
+    items_done: int = 0
+    example_seconds: float = 0.0
+    examples_done: int = 0
+    # nodeid -> Counter of outcome statuses over examples
+    tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
+
+    def examples_for_next_item(self) -> int:
+        """Fixed count, or what fits the remaining time budget given the
+        average cost of an example so far (between MIN and MAX)."""
+        from ..options import MAX_BUDGET_EXAMPLES, MIN_EXAMPLES
+
+        opts = self.options
+        if opts.examples is not None:
+            return opts.examples
+        remaining_items = max(self.n_items - self.items_done, 1)
+        remaining_time = opts.budget - (time.monotonic() - self.started)
+        if remaining_time <= 0 or self.examples_done == 0:
+            return MIN_EXAMPLES
+        per_example = self.example_seconds / self.examples_done
+        # Per-item overhead (Hypothesis' setup, imports) is about as much
+        # again as the examples themselves on small items: halve the estimate.
+        fit = int(remaining_time / remaining_items / per_example / 2)
+        return max(MIN_EXAMPLES, min(MAX_BUDGET_EXAMPLES, fit))
+
+
+def item_settings(run: SuiteRun, nodeid: str) -> settings:
+    opts = run.options
+    profile = opts.profile
+    kwargs: dict[str, Any] = dict(
+        max_examples=run.examples_for_next_item(),
+        deadline=None,
+        derandomize=profile.derandomize,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                               HealthCheck.filter_too_much],
+    )
+    if not profile.use_database:
+        kwargs["database"] = None
+    return settings(**kwargs)
+
+
+def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
+    """The test function for suite items: ``test(metafidelity_item)``.
+
+    With ``run`` None (as imported from the suite module) it uses default
+    settings; the plugin swaps in a per-item version built with the run's
+    options before the item runs.
+    """
+
+    @given(data=st.data())
+    def test_fidelity(metafidelity_item: SuiteItem, data: Any) -> None:
+        run_example(run, metafidelity_item, data, nodeid)
+
+    if run is not None:
+        test_fidelity = item_settings(run, nodeid)(test_fidelity)
+    return test_fidelity
+
+
+def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -> None:
+    from ..faithful import FAILED, FidelityError, check_faithful
+    from ..strategies import recipes
+
+    opts = run.options if run is not None else None
+    devices = list(opts.devices) if opts else None
+    recipe = data.draw(recipes(kinds=[item.kind], family=None, devices=devices), label="recipe")
+    order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
+    start = time.perf_counter()
+    with recipe.active_contexts() as namespace:
+        tensors = recipe.build_in(namespace)
+        result = check_faithful(
+            *tensors,
+            converters=[item.converter],
+            checks=list(opts.checks) if opts else None,
+            order=order,
+            #STRICT
+        )
+    if run is not None:
+        run.example_seconds += time.perf_counter() - start
+        run.examples_done += 1
+        tally = run.tallies.setdefault(nodeid, Counter())
+        tally["examples"] += 1
+        for outcome in result.outcomes:
+            tally[outcome.status] += 1
+    if any(o.status == FAILED for o in result.outcomes):
+        raise FidelityError(result)

@@ -1,0 +1,145 @@
+"""The pytest plugin end to end, through pytester."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+FAST = ["--metafidelity-examples=3", "-p", "no:cacheprovider",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+# A converter made faulty on purpose: fake views lose their storage offset.
+DROP_VIEW_OFFSET = textwrap.dedent(
+    """
+    import pytest
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    _original = FakeTensorMode.from_tensor
+
+    def _drops_view_offset(self, t, **kwargs):
+        fake = _original(self, t, **kwargs)
+        if t._is_view() and fake.storage_offset() != 0:
+            fake = fake._base.as_strided(fake.shape, fake.stride(), 0)
+        return fake
+
+    @pytest.fixture(autouse=True)
+    def faulty_converter(monkeypatch):
+        monkeypatch.setattr(FakeTensorMode, "from_tensor", _drops_view_offset)
+    """
+)
+
+
+def test_plugin_import_does_not_import_torch() -> None:
+    code = (
+        "import sys, pytest_metafidelity, pytest_metafidelity.plugin;"
+        "assert 'torch' not in sys.modules, 'torch imported';"
+        "assert 'hypothesis' not in sys.modules or True"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_plain_pytest_run_does_not_import_torch(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_user="""
+        import sys
+        def test_no_torch():
+            assert "torch" not in sys.modules
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+
+
+def test_no_paths_runs_only_the_suite(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_user="def test_user(): pass")
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense,view", "--metafidelity-converters=fake",
+        "-v", *FAST,
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_fidelity?dense-fake?*", "*test_fidelity?view-fake?*"])
+    assert "test_user" not in result.stdout.str()
+
+
+def test_paths_run_the_suite_and_those_tests(pytester: pytest.Pytester) -> None:
+    path = pytester.makepyfile(test_user="def test_user(): pass")
+    result = pytester.runpytest_subprocess(
+        str(path), "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=fake",
+        "-v", *FAST,
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_user.py::test_user PASSED*"])
+
+
+def test_stock_torch_passes_and_prints_the_table(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense,view",
+        "--metafidelity-converters=meta,fake,fake-dynamic", "--metafidelity-checks=metadata,aliasing",
+        *FAST,
+    )
+    result.stdout.fnmatch_lines(["*metafidelity: kinds x converters*", "kind*converter*passed*failed*"])
+    result.stdout.fnmatch_lines(["view*fake-dynamic*3*0*"])
+
+
+@pytest.mark.parametrize(
+    "option, value, valid",
+    [
+        ("--metafidelity-kinds", "dense,nope", "dense"),
+        ("--metafidelity-converters", "fake,nope", "fake-dynamic"),
+        ("--metafidelity-checks", "nope", "aliasing"),
+        ("--metafidelity-profile", "nope", "nightly"),
+        ("--metafidelity-devices", "nope", "cpu"),
+        ("--metafidelity-examples", "zero", "number"),
+    ],
+)
+def test_bad_option_is_a_usage_error(
+    pytester: pytest.Pytester, option: str, value: str, valid: str
+) -> None:
+    result = pytester.runpytest_subprocess("--metafidelity", f"{option}={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert option in err and repr(value.split(",")[-1]) in err or value in err
+    assert valid in err
+
+
+def test_faulty_converter_fails_with_a_reproducer(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(DROP_VIEW_OFFSET)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=fake",
+        "--metafidelity-examples=30", f"--metafidelity-report={report}", "-p", "no:cacheprovider",
+    )
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "storage_offset" in out
+    assert "Reproducer (runnable Python)" in out
+    doc = json.loads(report.read_text())
+    (failure,) = [f for f in doc["failures"] if "storage_offset" in f["attribute"]]
+    assert failure["kind"] == "view" and failure["converter"] == "fake"
+    assert int(failure["fake"]) == 0 and int(failure["real"]) != 0
+
+    # The reproducer file rebuilds the tensors: it passes on stock torch ...
+    script = failure["reproducer_file"]
+    runpy.run_path(script, run_name="__main__")
+    # ... and fails the same way under the same faulty converter.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    namespace: dict = {}
+    exec(DROP_VIEW_OFFSET, namespace)
+    mp = pytest.MonkeyPatch()
+    mp.setattr(FakeTensorMode, "from_tensor", namespace["_drops_view_offset"])
+    try:
+        from pytest_metafidelity import FidelityError
+
+        with pytest.raises(FidelityError) as info:
+            runpy.run_path(script, run_name="__main__")
+    finally:
+        mp.undo()
+    (mismatch,) = [m for o in info.value.result.failures for m in o.mismatches
+                   if "storage_offset" in m.attribute]
+    assert (repr(mismatch.real), repr(mismatch.fake)) == (failure["real"], failure["fake"])
