@@ -102,8 +102,10 @@ class FidelitySession:
                 directory=os.path.join(str(self.config.rootpath), self.run.options.reproducers),
             )
         report = outcome.get_result()
+        digest = self.run.digests.get(item.nodeid)
         record = item_record(item.nodeid, suite_item.kind, suite_item.converter,
-                             self.run.tallies.get(item.nodeid, {}), report.outcome, failures)
+                             self.run.tallies.get(item.nodeid, {}), report.outcome, failures,
+                             digest.hexdigest() if digest else "")
         report.user_properties.append((PROPERTY, json.dumps(record)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -79,7 +79,8 @@ def failure_records(
 
 
 def item_record(
-    nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict]
+    nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict],
+    cases_digest: str,
 ) -> dict[str, Any]:
     return {
         "nodeid": nodeid,
@@ -87,6 +88,9 @@ def item_record(
         "converter": converter,
         "outcome": outcome,
         "counts": {c: tally.get(c, 0) for c in COLUMNS},
+        # sha256 over every case's recipe and conversion order: two runs with
+        # equal digests ran exactly the same cases.
+        "cases_digest": cases_digest,
         "failures": failures,
     }
 

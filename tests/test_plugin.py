@@ -143,3 +143,28 @@ def test_faulty_converter_fails_with_a_reproducer(pytester: pytest.Pytester) -> 
     (mismatch,) = [m for o in info.value.result.failures for m in o.mismatches
                    if "storage_offset" in m.attribute]
     assert (repr(mismatch.real), repr(mismatch.fake)) == (failure["real"], failure["fake"])
+
+
+def _report(pytester: pytest.Pytester, name: str, *args: str) -> dict:
+    path = pytester.path / name
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense,view",
+        "--metafidelity-converters=meta,fake", "--metafidelity-examples=4",
+        "--hypothesis-seed=7", f"--metafidelity-report={path}", *args, *FAST[2:],
+    )
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*metafidelity: kinds x converters*", "TOTAL*4 items*"])
+    return json.loads(path.read_text())
+
+
+def test_xdist_aggregates_and_same_seed_gives_same_cases(pytester: pytest.Pytester) -> None:
+    serial = _report(pytester, "serial.json")
+    parallel = _report(pytester, "parallel.json", "-n", "2")
+    assert len(parallel["items"]) == 4
+    by_id = {i["nodeid"]: i for i in serial["items"]}
+    for item in parallel["items"]:
+        twin = by_id[item["nodeid"]]
+        assert item["counts"] == twin["counts"]
+        assert item["cases_digest"] == twin["cases_digest"] != ""
+    assert serial["environment"]["seed"] == 7
+    assert serial["environment"]["torch"].startswith("2.")

@@ -11,6 +11,7 @@ carries the reproducer of the shrunk example.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from collections import Counter
 from typing import Any
@@ -41,6 +42,8 @@ class SuiteRun:
     examples_done: int = 0
     # nodeid -> Counter of outcome statuses over examples
     tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
+    # nodeid -> digest of every case run, in order: equal digests, equal cases
+    digests: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def examples_for_next_item(self) -> int:
         """Fixed count, or what fits the remaining time budget given the
@@ -114,6 +117,8 @@ def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -
     if run is not None:
         run.example_seconds += time.perf_counter() - start
         run.examples_done += 1
+        digest = run.digests.setdefault(nodeid, hashlib.sha256())
+        digest.update(f"{recipe.to_python()}{order}".encode())
         tally = run.tallies.setdefault(nodeid, Counter())
         tally["examples"] += 1
         for outcome in result.outcomes:
