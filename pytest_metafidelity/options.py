@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import warnings
 from typing import Any
 
 # name, env var, help, kind ("bool" | "list" | "int" | "float" | "str")
@@ -148,6 +149,11 @@ def _number(option: str, value: Any, cast: Any, low: float) -> Any:
 
 def resolve(config: Any) -> SuiteOptions:
     """Validate every option against the registries (imports torch)."""
+    with warnings.catch_warnings():
+        # torch warns at import when numpy is absent; numpy is not needed here.
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+        import torch  # noqa: F401
+
     from .checks import all_checks
     from .converters import CONVERTERS
     from .strategies.config import visible_devices

@@ -150,7 +150,7 @@ def _report(pytester: pytest.Pytester, name: str, *args: str) -> dict:
     result = pytester.runpytest_subprocess(
         "--metafidelity", "--metafidelity-kinds=dense,view",
         "--metafidelity-converters=meta,fake", "--metafidelity-examples=4",
-        "--hypothesis-seed=7", f"--metafidelity-report={path}", *args, *FAST[2:],
+        "--hypothesis-seed=7", f"--metafidelity-report={path}", *args, *FAST[1:],
     )
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(["*metafidelity: kinds x converters*", "TOTAL*4 items*"])
@@ -166,5 +166,5 @@ def test_xdist_aggregates_and_same_seed_gives_same_cases(pytester: pytest.Pytest
         twin = by_id[item["nodeid"]]
         assert item["counts"] == twin["counts"]
         assert item["cases_digest"] == twin["cases_digest"] != ""
-    assert serial["environment"]["seed"] == 7
+    assert str(serial["environment"]["seed"]) == "7"
     assert serial["environment"]["torch"].startswith("2.")
