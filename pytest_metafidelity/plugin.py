@@ -85,6 +85,7 @@ class FidelitySession:
 
             # A per-item test with this run's settings (examples fitted to the budget).
             item.obj = fidelity_test(self.run, item.nodeid)  # type: ignore[attr-defined]
+            self.run.start_item()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -94,7 +95,7 @@ class FidelitySession:
         from .report import PROPERTY, failure_records, fidelity_errors, item_record
 
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
-        self.run.items_done += 1
+        self.run.finish_item()
         failures = []
         for error in fidelity_errors(call.excinfo.value if call.excinfo else None):
             failures += failure_records(

@@ -38,16 +38,31 @@ class SuiteRun:
     n_items: int = 0
     started: float = dataclasses.field(default_factory=time.monotonic)
     items_done: int = 0
-    example_seconds: float = 0.0
-    examples_done: int = 0
+    examples_done: int = 0  # examples run in this process
+    example_seconds: float = 0.0  # wall time of finished items ...
+    examples_counted: int = 0  # ... and the examples they ran
     # nodeid -> Counter of outcome statuses over examples
     tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
     # nodeid -> digest of every case run, in order: equal digests, equal cases
     digests: dict[str, Any] = dataclasses.field(default_factory=dict)
 
+    def start_item(self) -> None:
+        self._item_started = time.monotonic()
+        self._item_examples = self.examples_done
+
+    def finish_item(self) -> None:
+        """Account an item's whole wall time (Hypothesis' own overhead, the
+        draws, building, converting, checking) against its examples."""
+        self.items_done += 1
+        started = getattr(self, "_item_started", None)
+        if started is not None:
+            self.example_seconds += time.monotonic() - started
+            self.examples_counted += self.examples_done - self._item_examples
+            self._item_started = None
+
     def examples_for_next_item(self) -> int:
         """Fixed count, or what fits the remaining time budget given the
-        average cost of an example so far (between MIN and MAX)."""
+        measured cost of an example so far (between MIN and MAX)."""
         from ..options import MAX_BUDGET_EXAMPLES, MIN_EXAMPLES
 
         opts = self.options
@@ -55,12 +70,10 @@ class SuiteRun:
             return opts.examples
         remaining_items = max(self.n_items - self.items_done, 1)
         remaining_time = opts.budget - (time.monotonic() - self.started)
-        if remaining_time <= 0 or self.examples_done == 0:
+        if remaining_time <= 0 or self.examples_counted == 0:
             return MIN_EXAMPLES
-        per_example = self.example_seconds / self.examples_done
-        # Per-item overhead (Hypothesis' setup, imports) is about as much
-        # again as the examples themselves on small items: halve the estimate.
-        fit = int(remaining_time / remaining_items / per_example / 2)
+        per_example = self.example_seconds / self.examples_counted
+        fit = int(remaining_time / remaining_items / per_example)
         return max(MIN_EXAMPLES, min(MAX_BUDGET_EXAMPLES, fit))
 
 
@@ -104,7 +117,6 @@ def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -
     devices = list(opts.devices) if opts else None
     recipe = data.draw(recipes(kinds=[item.kind], family=None, devices=devices), label="recipe")
     order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
-    start = time.perf_counter()
     with recipe.active_contexts() as namespace:
         tensors = recipe.build_in(namespace)
         result = check_faithful(
@@ -115,7 +127,6 @@ def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -
             #STRICT
         )
     if run is not None:
-        run.example_seconds += time.perf_counter() - start
         run.examples_done += 1
         digest = run.digests.setdefault(nodeid, hashlib.sha256())
         digest.update(f"{recipe.to_python()}{order}".encode())
