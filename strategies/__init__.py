@@ -14,12 +14,33 @@ __all__ = [
     "Kind",
     "Recipe",
     "RecipeBuilder",
+    "RegisteredSubclass",
     "all_kinds",
     "available_kinds",
     "meta_tensors",
     "recipe_of",
     "recipes",
+    "register_subclass",
+    "registered_subclasses",
     "select_kinds",
     "supported_dtypes",
     "tensor_families",
+    "unregister_subclass",
 ]
+
+# The user-subclass API lives in the ``subclasses`` kind module.  It is loaded
+# on first use, after every kind module before it (all_kinds() imports them in
+# KIND_MODULES order), so that importing this package registers no kind out of
+# order.
+_SUBCLASS_API = ("RegisteredSubclass", "register_subclass", "registered_subclasses", "unregister_subclass")
+
+
+def __getattr__(name: str) -> object:
+    if name in _SUBCLASS_API:
+        all_kinds()
+        from . import subclasses
+
+        value = getattr(subclasses, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -82,7 +82,10 @@ def draw_dense(
     if numel == 0:
         event("dense: zero-size dimension")
     event(f"dtype: {str(dtype).removeprefix('torch.')}")
-    if allow_grad and grad_capable(dtype) and draw(cfg.requires_grad):
+    # Draw requires_grad whatever the dtype: a draw skipped for some dtypes
+    # makes their examples shorter, and Hypothesis would shrink toward them
+    # (int64 rather than float32) instead of toward the first dtype.
+    if allow_grad and draw(cfg.requires_grad) and grad_capable(dtype):
         b.stmt(f"{name}.requires_grad_()")
     return name
 

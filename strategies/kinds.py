@@ -18,6 +18,13 @@ from typing import Any, Callable
 KIND_MODULES = (
     "dense",
     "views",
+    "conj_neg",
+    "dtype_views",
+    "sparse",
+    "families",
+    "autograd",
+    "wrappers",
+    "subclasses",
 )
 
 Draw = Callable[..., Any]

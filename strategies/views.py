@@ -54,9 +54,17 @@ def _view_op_expr(draw: Any, name: str, t: Any, op: str) -> str | None:
     if op in ("view", "reshape"):
         numel = t.numel()
         if numel == 0 or nd == 0:
-            return f"{name}.{op}(-1)"
-        split = draw(st.sampled_from([(numel,), (1, numel), (numel, 1)] + (
-            [(shape[0], numel // shape[0])] if shape[0] else [])))
+            split: Any = -1
+        else:
+            split = draw(st.sampled_from([(numel,), (1, numel), (numel, 1)] + (
+                [(shape[0], numel // shape[0])] if shape[0] else [])))
+        if op == "reshape":
+            # reshape copies when no view can express the new shape; the
+            # result would not be a view (nor share the storage).
+            try:
+                t.view(split)
+            except RuntimeError:
+                return None
         return f"{name}.{op}({split})"
     if op == "narrow" and nd:
         n = shape[dim]

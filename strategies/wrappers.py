@@ -1,0 +1,287 @@
+"""Wrapper tensors of functionalization and functorch: C++ functional tensors
+(``torch._to_functional_tensor``), ``FunctionalTensor`` under
+``FunctionalTensorMode``, functorch ``BatchedTensor`` (nested levels too) and
+``GradTrackingTensor``.
+
+Functorch wrappers only exist inside a live level, so those kinds make the
+whole recipe run inside ``vmap_increment_nesting``/``grad_increment_nesting``
+(``needs_context=True``).  Inside a level, factory functions already return
+wrapped tensors; the plain tensor to wrap is therefore built in a
+``with torch._C._DisableFuncTorch():`` block and then wrapped explicitly, level
+by level, with ``_add_batch_dim``/``_wrap_for_grad``.  Levels are numbered from
+``torch._C._functorch.current_level()``, the innermost one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import assume, event
+from hypothesis import strategies as st
+
+from .autograd import COMPUTE_LAYOUTS
+from .blocks import draw_block, try_stmt
+from .config import GenConfig, _convertible
+from .dense import LAYOUTS, draw_dense, grad_capable
+from .kinds import kind
+from .recipe import RecipeBuilder
+from .views import draw_view_chain
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def _missing(*paths: str) -> str | None:
+    """None when every dotted ``torch...`` attribute exists, else which is missing."""
+    import importlib
+
+    for path in paths:
+        module, _, attr = path.rpartition(".")
+        try:
+            if not hasattr(importlib.import_module(module), attr):
+                return f"this torch has no {path}"
+        except ImportError as e:
+            return f"cannot import {module}: {e}"
+    return None
+
+
+# -- C++ functional tensors ----------------------------------------------------
+
+def _functional_unavailable() -> str | None:
+    return _missing("torch._to_functional_tensor", "torch._is_functional_tensor",
+                    "torch._from_functional_tensor", "torch._sync")
+
+
+FUNCTIONAL_CASES = ("plain", "of_view", "requires_grad", "mutated", "pending_view_mutation")
+
+
+@kind("functional", "C++ functional tensor (torch._to_functional_tensor) of a dense tensor or view; "
+      "mutated, with pending view updates, or mirroring requires_grad", unavailable=_functional_unavailable)
+def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    torch = _torch()
+    b.kind("functional")
+    case = draw(st.sampled_from(FUNCTIONAL_CASES))
+    if case == "requires_grad" and not hasattr(torch, "_mirror_autograd_meta_to"):
+        case = "plain"
+    event(f"functional: {case}")
+    computes = case in ("mutated", "pending_view_mutation")
+    layouts = COMPUTE_LAYOUTS if computes else LAYOUTS
+    if case == "requires_grad":
+        x = draw_dense(draw, b, cfg, dtype=draw(cfg.dtypes.filter(grad_capable)), layouts=layouts,
+                       allow_grad=False)
+        b.stmt(f"{x}.requires_grad_()")
+    else:
+        # Mutations need a dtype with kernels (not a shell dtype like uint3).
+        dtype = draw(cfg.dtypes.filter(_convertible)) if computes else None
+        x = draw_dense(draw, b, cfg, dtype=dtype, layouts=layouts, allow_grad=False)
+    if case == "of_view":
+        x = draw_view_chain(draw, b, x)
+    f = b.let(f"torch._to_functional_tensor({x})")
+    if case == "requires_grad":
+        b.stmt(f"torch._mirror_autograd_meta_to({x}, {f})")
+    elif case == "mutated":
+        if not try_stmt(b, f"{f}.mul_(2)"):
+            b.stmt(f"{f}.zero_()")
+    elif case == "pending_view_mutation":
+        # The base has an update queued by a mutation of its view; the
+        # converter syncs it (a side effect on the real tensor).
+        v = b.try_let(f"{f}[1:]") if b[f].dim() else None
+        v = v or b.let(f"{f}[...]")
+        b.stmt(f"{v}.zero_()")
+    return [f]
+
+
+@kind("functional_view", "view of a C++ functional tensor (the converter refuses these by design)",
+      unavailable=_functional_unavailable)
+def functional_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    b.kind("functional_view")
+    x = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"), allow_grad=False)
+    f = b.let(f"torch._to_functional_tensor({x})")
+    t = b[f]
+    if t.dim():
+        dim = draw(st.integers(0, t.dim() - 1))
+        n = t.shape[dim]
+        start = draw(st.integers(0, n))
+        v = b.try_let(f"{f}.narrow({dim}, {start}, {draw(st.integers(0, n - start))})")
+    else:
+        v = b.try_let(f"{f}.view(1)")
+    v = v or b.try_let(f"{f}[...]")
+    assume(v is not None)  # shell dtypes (uint3, ...) cannot replay views
+    return [v]  # type: ignore[list-item]
+
+
+# -- FunctionalTensor under FunctionalTensorMode ------------------------------
+
+FT_MODULE = "import torch._subclasses.functional_tensor"
+FT_MODE = "torch._subclasses.functional_tensor.FunctionalTensorMode()"
+FT_CASES = ("to_functional", "factory", "view", "mutated", "requires_grad", "nonleaf")
+
+
+def _ft_unavailable() -> str | None:
+    return _missing("torch._subclasses.functional_tensor.FunctionalTensorMode",
+                    "torch._subclasses.functional_tensor.FunctionalTensor",
+                    "torch.utils._python_dispatch._disable_current_modes")
+
+
+@kind("functional_tensor_mode", "FunctionalTensor under a live FunctionalTensorMode: wrapped, made by a "
+      "factory, viewed, mutated, requiring grad", unavailable=_ft_unavailable, needs_context=True)
+def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    b.kind("functional_tensor_mode")
+    case = draw(st.sampled_from(FT_CASES))
+    event(f"functional_tensor_mode: {case}")
+    b.need(FT_MODULE)
+    b.need("import torch.utils._python_dispatch")
+    b.within(FT_MODE)
+    grad = case in ("requires_grad", "nonleaf")
+    # Functionalization copies through kernels that shell dtypes (uint3, ...) lack.
+    dtype = draw(cfg.dtypes.filter(grad_capable if grad else _convertible))
+    if case == "factory":
+        # Made under the mode: already a FunctionalTensor.
+        return [draw_dense(draw, b, cfg, dtype=dtype, layouts=("contiguous", "channels_last"),
+                           allow_grad=False)]
+    layouts = COMPUTE_LAYOUTS if case in ("mutated", "nonleaf") else LAYOUTS
+    plain = draw_block(
+        b, "torch.utils._python_dispatch._disable_current_modes()",
+        lambda sub: draw_dense(draw, sub, cfg, dtype=dtype, layouts=layouts, allow_grad=False),
+    )
+    ft = b.let(f"torch._subclasses.functional_tensor.FunctionalTensor.to_functional({plain})")
+    if grad:
+        b.stmt(f"{ft}.requires_grad_()")
+    if case == "view":
+        v = draw_view_chain(draw, b, ft)
+        return [v if v != ft else b.let(f"{ft}[...]")]
+    if case == "mutated":
+        if not try_stmt(b, f"{ft}.mul_(2)"):
+            b.stmt(f"{ft}.zero_()")
+    if case == "nonleaf":
+        made = b.try_let(f"{ft} * 2") or b.try_let(f"{ft}.clone()")
+        assume(made is not None)
+        return [made]  # type: ignore[list-item]
+    return [ft]
+
+
+# -- functorch: BatchedTensor, GradTrackingTensor -----------------------------
+
+VMAP_MODULE = "import torch._functorch.vmap"
+GRAD_MODULE = "import torch._functorch.eager_transforms"
+
+
+def _vmap_level(batch_size: int) -> str:
+    return f"torch._functorch.vmap.vmap_increment_nesting({batch_size}, 'error')"
+
+
+GRAD_LEVEL = "torch._functorch.eager_transforms.grad_increment_nesting()"
+
+
+def _functorch_unavailable() -> str | None:
+    return _missing(
+        "torch._functorch.vmap.vmap_increment_nesting",
+        "torch._functorch.eager_transforms.grad_increment_nesting",
+        "torch._functorch.eager_transforms.enable_inplace_requires_grad",
+        "torch._C._functorch._add_batch_dim",
+        "torch._C._functorch._wrap_for_grad",
+        "torch._C._functorch.current_level",
+        "torch._C._functorch.is_batchedtensor",
+        "torch._C._functorch.is_gradtrackingtensor",
+        "torch._C._DisableFuncTorch",
+    )
+
+
+def _enter_level(b: RecipeBuilder, context_expr: str) -> None:
+    """Like ``b.within(context_expr)``, but a second identical level (two grad
+    levels, two vmap levels of one batch size) is entered again rather than
+    deduplicated: each call is one more functorch level."""
+    if b.lines:
+        raise RuntimeError("functorch levels must be entered before any line")
+    b._stack.enter_context(eval(compile(context_expr, "<metafidelity recipe>", "eval"), b.namespace))
+    b.contexts.append(context_expr)
+
+
+def _draw_functorch(draw: Any, b: RecipeBuilder, cfg: GenConfig, top: str) -> str:
+    """Wrap a plain tensor in one functorch wrapper per level, outermost level
+    first; the innermost level (``top``: "vmap" or "grad") wraps last."""
+    levels = [*draw(st.lists(st.sampled_from(["vmap", "grad"]), max_size=2)), top]
+    event(f"functorch levels: {' > '.join(levels)}")
+    n_vmap = levels.count("vmap")
+    shape = list(draw(cfg.shapes))
+    while len(shape) < n_vmap:  # every vmap level consumes one dimension
+        shape.insert(0, draw(st.integers(1, 3)))
+        event("functorch: dimension added for a batch dimension")
+    logical = list(shape)
+    bdims: list[int | None] = []
+    contexts = []
+    for level in levels:
+        if level == "vmap":
+            bdim = draw(st.integers(0, len(logical) - 1))
+            contexts.append(_vmap_level(logical.pop(bdim)))
+            bdims.append(bdim)
+        else:
+            contexts.append(GRAD_LEVEL)
+            bdims.append(None)
+    b.need(VMAP_MODULE)
+    b.need(GRAD_MODULE)
+    for ctx in contexts:
+        _enter_level(b, ctx)
+
+    wants_grad = top == "grad" and draw(st.booleans())
+    dtype = draw(cfg.dtypes.filter(grad_capable)) if wants_grad else None
+    layouts = COMPUTE_LAYOUTS if top == "grad" else LAYOUTS
+    t = draw_block(
+        b, "torch._C._DisableFuncTorch()",
+        lambda sub: draw_dense(draw, sub, cfg, dtype=dtype, shape=tuple(shape), layouts=layouts,
+                               allow_grad=False),
+    )
+    if grad_capable(b[t].dtype) and draw(cfg.requires_grad):
+        # The plain tensor requires grad (autograd outside every level).
+        b.stmt(
+            "with torch._functorch.eager_transforms.enable_inplace_requires_grad(True):\n"
+            f"    {t}.requires_grad_()"
+        )
+        event("functorch: unwrapped tensor requires grad")
+    innermost = b.let("torch._C._functorch.current_level()", prefix="level")
+    for i, (level, bdim) in enumerate(zip(levels, bdims)):
+        number = innermost if i == len(levels) - 1 else f"{innermost} - {len(levels) - 1 - i}"
+        if level == "vmap":
+            t = b.let(f"torch._C._functorch._add_batch_dim({t}, {bdim}, {number})")
+        else:
+            t = b.let(f"torch._C._functorch._wrap_for_grad({t}, {number})")
+    if wants_grad:
+        # What torch.func.grad does to its inputs.
+        b.stmt(
+            "with torch._functorch.eager_transforms.enable_inplace_requires_grad(True):\n"
+            f"    {t}.requires_grad_()"
+        )
+        event("functorch_grad: wrapper requires grad")
+    return t
+
+
+def _top_case(draw: Any, b: RecipeBuilder, t: str, prefix: str, cases: tuple[str, ...]) -> str:
+    case = draw(st.sampled_from(cases))
+    event(f"{prefix}: {case}")
+    if case == "view":
+        # The converter refuses views of functorch wrappers (graph break).
+        v = b.try_let(f"{t}[...]")
+        return v or t
+    if case == "nonleaf":
+        made = b.try_let(f"{t} * 2") or b.try_let(f"{t}.clone()")
+        return made or t
+    return t
+
+
+@kind("functorch_batched", "functorch BatchedTensor inside live vmap levels (nested vmap/grad levels too)",
+      unavailable=_functorch_unavailable, needs_context=True)
+def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    b.kind("functorch_batched")
+    t = _draw_functorch(draw, b, cfg, "vmap")
+    return [_top_case(draw, b, t, "functorch_batched", ("wrapped", "view"))]
+
+
+@kind("functorch_grad", "functorch GradTrackingTensor inside a live grad level (under vmap/grad levels "
+      "too): leaf, requiring grad, non-leaf, view", unavailable=_functorch_unavailable, needs_context=True)
+def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    b.kind("functorch_grad")
+    t = _draw_functorch(draw, b, cfg, "grad")
+    return [_top_case(draw, b, t, "functorch_grad", ("wrapped", "nonleaf", "view"))]

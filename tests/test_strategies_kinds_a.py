@@ -1,0 +1,328 @@
+"""The conj/neg, dtype-view, sparse and family kinds: each builds what it
+claims to, and its printed source rebuilds exactly the same tensors.
+
+PYTEST_DONT_REWRITE: pytest's rewritten asserts repr the tensors in a failing
+expression, and reading a tensor whose storage was resized to zero bytes
+crashes the interpreter (torch does not bounds-check it).  Plain asserts
+here, with the recipe's source as the message.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+
+from helpers_strategies import (
+    layout_name,
+    namespace_of,
+    shares_storage,
+    storage_key,
+    summaries_from_build,
+    summaries_from_source,
+)
+from pytest_metafidelity.strategies import available_kinds, recipes
+
+SINGLE_KINDS = (
+    "conj_neg", "dtype_view",
+    "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
+)
+FAMILY_KINDS = ("set_alias", "view_family")
+KINDS = SINGLE_KINDS + FAMILY_KINDS
+
+
+def only(recipe):
+    (t,) = recipe.build()
+    return t
+
+
+def test_kinds_are_registered_and_available():
+    usable = available_kinds()
+    for name in KINDS:
+        assert name in usable, name
+        assert usable[name].family == (name in FAMILY_KINDS)
+        assert not usable[name].needs_context
+
+
+# -- conj and neg bits ------------------------------------------------------
+
+
+@given(recipes(kinds=["conj_neg"]))
+def test_conj_neg_sets_a_bit(recipe):
+    t = only(recipe)
+    assert t.layout == torch.strided
+    assert t.is_conj() or t.is_neg(), recipe.to_python()
+    if t.is_conj():
+        assert t.dtype.is_complex
+
+
+@given(recipes(kinds=["conj_neg"], dtype=torch.complex64))
+def test_conj_neg_with_complex_dtype_uses_conj(recipe):
+    t = only(recipe)
+    assert t.is_conj() or t.is_neg()
+    source = recipe.body()
+    # With only complex dtypes every op is open: the bit is right for the op.
+    if t.is_conj():
+        assert "conj()" in source
+    if t.dtype == torch.float32:  # conj().imag: a real view with the neg bit
+        assert t.is_neg() and ".imag" in source
+
+
+@given(recipes(kinds=["conj_neg"], dtype=torch.int64))
+def test_conj_neg_falls_back_to_neg_without_complex_dtypes(recipe):
+    t = only(recipe)
+    assert t.dtype == torch.int64 and t.is_neg() and not t.is_conj()
+
+
+# -- dtype views ------------------------------------------------------------
+
+
+def _dtype_sources(t, namespace):
+    """Tensors of another dtype whose storage ``t`` shares."""
+    return [
+        v for v in namespace.values()
+        if isinstance(v, torch.Tensor) and v is not t and v.dtype != t.dtype and shares_storage(v, t)
+    ]
+
+
+@given(recipes(kinds=["dtype_view"]))
+def test_dtype_view_shares_storage_with_another_dtype(recipe):
+    namespace = namespace_of(recipe)
+    t = namespace[recipe.outputs[0]]
+    assert t.layout == torch.strided
+    assert _dtype_sources(t, namespace), recipe.to_python()
+    if t._is_view() and t._base is not None:
+        # .real/.imag/view_as_real/view_as_complex are tracked views: their
+        # base (or the base of the views taken after) has the other dtype,
+        # unless the dtype change was a view(dtype), which autograd does not
+        # track (its result is not a view: _is_view() is False).
+        assert t._base.dtype != t.dtype or ".view(torch." in recipe.body()
+
+
+@given(recipes(kinds=["dtype_view"], dtype=["float32", "complex64", "int16"]))
+def test_dtype_view_element_sizes_are_consistent(recipe):
+    namespace = namespace_of(recipe)
+    t = namespace[recipe.outputs[0]]
+    for src in _dtype_sources(t, namespace):
+        nbytes = src.untyped_storage().nbytes()
+        assert t.untyped_storage().nbytes() == nbytes, recipe.to_python()
+        if t.numel() and nbytes:  # (storages resized to 0 bytes hold nothing)
+            last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+            assert (last + 1) * t.element_size() <= nbytes
+
+
+# -- sparse -----------------------------------------------------------------
+
+
+def _check_grad_state(t):
+    if t.requires_grad and not t.is_leaf:
+        assert t.grad_fn is not None
+    assert t.requires_grad or t.is_leaf
+
+
+@given(recipes(kinds=["sparse_coo"]))
+def test_sparse_coo_is_valid(recipe):
+    t = only(recipe)
+    assert t.layout == torch.sparse_coo
+    indices, values = t._indices().detach(), t._values().detach()
+    assert indices.dtype == torch.int64
+    assert indices.shape == (t.sparse_dim(), t._nnz())
+    assert values.shape == (t._nnz(), *t.shape[t.sparse_dim():])
+    assert t.sparse_dim() + t.dense_dim() == t.dim()
+    # torch's own invariant check; with is_coalesced=True it also requires
+    # sorted, unique indices.
+    torch._validate_sparse_coo_tensor_args(indices, values, t.shape, t.is_coalesced())
+    if not t.is_coalesced():
+        assert t._nnz() >= 2  # torch calls any tensor with <= 1 entry coalesced
+    if "is_coalesced=True" in recipe.body():
+        assert t.is_coalesced()
+    _check_grad_state(t)
+
+
+@given(recipes(kinds=["sparse_coo"], dtype=torch.float32, requires_grad=True))
+def test_sparse_coo_requires_grad_leaf_and_non_leaf(recipe):
+    t = only(recipe)
+    assert t.requires_grad
+    _check_grad_state(t)
+
+
+_BLOCKED = ("sparse_bsr", "sparse_bsc")
+_ROW = ("sparse_csr", "sparse_bsr")
+
+
+def check_compressed(t, layout):
+    assert layout_name(t) == layout
+    row = layout in _ROW
+    compressed = (t.crow_indices() if row else t.ccol_indices()).detach()
+    plain = (t.col_indices() if row else t.row_indices()).detach()
+    values = t.values().detach()
+    assert compressed.dtype == plain.dtype
+    assert compressed.dtype in (torch.int32, torch.int64)
+    batch = compressed.dim() - 1
+    assert t.sparse_dim() == 2
+    assert batch + 2 + t.dense_dim() == t.dim()
+    nnz = plain.shape[-1]
+    if layout in _BLOCKED:
+        block = tuple(values.shape[batch + 1:batch + 3])
+        assert values.shape == (*t.shape[:batch], nnz, *block, *t.shape[batch + 2:])
+        rows, cols = t.shape[batch] // block[0], t.shape[batch + 1] // block[1]
+        assert (rows * block[0], cols * block[1]) == tuple(t.shape[batch:batch + 2])
+    else:
+        assert values.shape == (*t.shape[:batch], nnz, *t.shape[batch + 2:])
+        rows, cols = t.shape[batch], t.shape[batch + 1]
+    assert compressed.shape[-1] == (rows if row else cols) + 1
+    torch._validate_sparse_compressed_tensor_args(compressed, plain, values, t.shape, t.layout)
+    _check_grad_state(t)
+    return compressed.dtype, batch, t.dense_dim()
+
+
+@pytest.mark.parametrize("layout", ["sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"])
+def test_sparse_compressed_is_valid(layout):
+    @given(recipes(kinds=[layout]))
+    def check(recipe):
+        check_compressed(only(recipe), layout)
+
+    check()
+
+
+@pytest.mark.parametrize("layout", ["sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"])
+def test_sparse_compressed_reaches_the_interesting_cases(layout):
+    """Batch dims, dense dims, int32 indices, non-trivial blocks, grad."""
+    strategy = recipes(kinds=[layout], dtype=torch.float32)
+    wanted = {
+        "int32 indices": lambda t: t.crow_indices().dtype == torch.int32
+        if layout in _ROW else t.ccol_indices().dtype == torch.int32,
+        "batch dims": lambda t: t.dim() - 2 - t.dense_dim() > 0,
+        "dense dims": lambda t: t.dense_dim() > 0,
+        "non-leaf": lambda t: t.requires_grad and not t.is_leaf,
+    }
+    if layout in _BLOCKED:
+        def big_block(t):
+            batch = t.dim() - 2 - t.dense_dim()
+            return t.values().shape[batch + 1] * t.values().shape[batch + 2] > 1
+        wanted["non-trivial blocksize"] = big_block
+    for what, condition in wanted.items():
+        found = find(strategy, lambda r, c=condition: c(only(r)),
+                     settings=settings(max_examples=500, database=None))
+        check_compressed(only(found), layout)
+
+
+def test_sparse_coo_reaches_uncoalesced_hybrid_and_non_leaf():
+    strategy = recipes(kinds=["sparse_coo"], dtype=torch.float64)
+    for condition in (
+        lambda t: not t.is_coalesced(),
+        lambda t: t.dense_dim() > 0 and t._nnz() > 0,
+        lambda t: t.requires_grad and not t.is_leaf,
+        lambda t: t.requires_grad and t.is_leaf,
+    ):
+        find(strategy, lambda r, c=condition: c(only(r)),
+             settings=settings(max_examples=500, database=None))
+
+
+# -- families ---------------------------------------------------------------
+
+
+@given(recipes(kinds=["set_alias"], family=True))
+def test_set_alias_shares_storage_without_views(recipe):
+    tensors = recipe.build()
+    assert 2 <= len(tensors) <= 4
+    assert len({id(t) for t in tensors}) == len(tensors)
+    keys = {storage_key(t) for t in tensors}
+    assert len(keys) == 1 and None not in keys
+    nbytes = tensors[0].untyped_storage().nbytes()
+    for t in tensors:
+        assert not t._is_view()
+        assert t.element_size() == tensors[0].element_size()
+        if t.numel():
+            last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+            assert (last + 1) * t.element_size() <= nbytes
+        else:
+            assert t.storage_offset() * t.element_size() <= nbytes
+
+
+@given(recipes(kinds=["view_family"], family=True))
+def test_view_family_views_one_storage(recipe):
+    tensors = recipe.build()
+    assert len(tensors) >= 2
+    assert len({storage_key(t) for t in tensors}) == 1
+    plain = [t for t in tensors if not t._is_view()]
+    assert len(plain) <= 1  # the base, when it is among the outputs
+    for t in tensors:
+        if t._is_view():
+            root = t._base
+            assert root is not None and not root._is_view()
+            if plain:  # the base, or the detached alias of it
+                assert root is plain[0] or shares_storage(root, plain[0])
+
+
+def test_view_family_reaches_mixed_requires_grad():
+    strategy = recipes(kinds=["view_family"], family=True, dtype=torch.float32, requires_grad=True)
+
+    def mixed(recipe):
+        tensors = recipe.build()
+        return len({t.requires_grad for t in tensors}) == 2
+
+    found = find(strategy, mixed, settings=settings(max_examples=500, database=None))
+    assert len(found.outputs) >= 2
+
+
+# -- round trip: the printed source rebuilds the same tensors ---------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_source_rebuilds_identical_tensors(kind):
+    @given(recipes(kinds=[kind], family=None))
+    def check(recipe):
+        assert summaries_from_source(recipe) == summaries_from_build(recipe), recipe.to_python()
+
+    check()
+
+
+# -- dense coverage (channels_last_3d, odd storages) -------------------------
+
+
+@pytest.mark.parametrize(
+    "what",
+    ["channels_last", "channels_last_3d", "oversized_storage", "zero_byte_storage"],
+)
+def test_dense_reaches_layout(what):
+    strategy = recipes(kinds=["dense"], min_dims=4, max_dims=5, dtype=["float32", "int8"])
+
+    def needed_bytes(t):
+        if not t.numel():
+            return 0
+        return (t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+    conditions = {
+        "channels_last": lambda t: t.dim() == 4 and not t.is_contiguous()
+        and t.is_contiguous(memory_format=torch.channels_last),
+        "channels_last_3d": lambda t: t.dim() == 5 and not t.is_contiguous()
+        and t.is_contiguous(memory_format=torch.channels_last_3d),
+        "oversized_storage": lambda t: t.untyped_storage().nbytes() > needed_bytes(t) > 0,
+        "zero_byte_storage": lambda t: t.untyped_storage().nbytes() == 0 and t.numel() > 0,
+    }
+    find(strategy, lambda r: conditions[what](only(r)),
+         settings=settings(max_examples=1000, database=None))
+
+
+@given(recipes(kinds=["dense"], dtype=st.sampled_from([torch.float32, torch.bool])))
+def test_dense_storage_holds_the_tensor_unless_resized_to_zero(recipe):
+    t = only(recipe)
+    nbytes = t.untyped_storage().nbytes()
+    if t.numel() and nbytes:
+        last = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride()))
+        assert (last + 1) * t.element_size() <= nbytes
+    if nbytes == 0 and t.numel():
+        assert "untyped_storage().resize_(0)" in recipe.body()
+    assert math.prod(t.shape) == t.numel()
+
+
+@given(recipes(kinds=["view"]))
+def test_view_kind_output_is_a_view_of_its_base(recipe):
+    # reshape is only drawn where it makes a view (it copies otherwise)
+    t = only(recipe)
+    assert t._is_view(), recipe.to_python()
+    assert shares_storage(t, t._base), recipe.to_python()
