@@ -55,13 +55,25 @@ class _Describer:
             return self.tensors[id(t)]
         name = self.fresh("t")
         self.tensors[id(t)] = name
-        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
-        if t.layout != _torch().strided or t.is_nested:
+        try:
+            self._describe(name, t)
+        except Exception as e:  # wrappers without storage, exotic subclasses
             self.lines.append(
-                f"{name} = None  # cannot rebuild a {t.layout} tensor from metadata alone; "
-                f"shape {tuple(t.shape)}, dtype {t.dtype}"
+                f"{name} = None  # cannot rebuild a {type(t).__name__} from metadata alone "
+                f"({type(e).__name__}); shape {tuple(t.shape)}, dtype {t.dtype}"
             )
-            return name
+        return name
+
+    def _describe(self, name: str, t: Any) -> None:
+        torch = _torch()
+        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
+        plain = type(t) in (torch.Tensor, torch.nn.Parameter)
+        if t.layout != torch.strided or t.is_nested or not plain:
+            self.lines.append(
+                f"{name} = None  # cannot rebuild a {type(t).__name__} ({t.layout}) from metadata "
+                f"alone; shape {tuple(t.shape)}, dtype {t.dtype}"
+            )
+            return
         shape, stride, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
         if t._is_view() and t._base is not None:
             base = self.tensor(t._base)
@@ -86,7 +98,6 @@ class _Describer:
             self.lines.append(f"{name} = {name}.conj()  # conj bit")
         if t.is_neg():
             self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
-        return name
 
 
 def _torch() -> Any:

@@ -180,7 +180,8 @@ def make_config(
         dtypes = _as_strategy(dtype, "dtype", _check_dtype)
 
     _check_int(min_dims, "min_dims", 0, 8)
-    max_dims = min_dims + 3 if max_dims is None else _check_int(max_dims, "max_dims", 0, 8)
+    # Default 5 so that channels_last (4-D) and channels_last_3d (5-D) occur.
+    max_dims = max(min_dims, 5) if max_dims is None else _check_int(max_dims, "max_dims", 0, 8)
     if max_dims < min_dims:
         raise InvalidArgument(f"max_dims={max_dims} must be >= min_dims={min_dims}")
     _check_int(min_side, "min_side", 0)
