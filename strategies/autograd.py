@@ -16,7 +16,6 @@ from typing import Any
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from .blocks import draw_block, try_stmt
 from .config import GenConfig, dense_expr
 from .dense import LAYOUTS, draw_dense, grad_capable
 from .kinds import kind
@@ -149,8 +148,8 @@ def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
     if case in ("no_grad_view", "no_grad_view_then_requires_grad"):
         # A leaf view: made where autograd does not record it.
         x = draw_leaf(draw, b, cfg, requires_grad=None, layouts=("contiguous", "strided", "channels_last"))
-        v = draw_block(b, "torch.no_grad()", lambda sub: _view_of(draw, sub, x))
-        if case == "no_grad_view_then_requires_grad" and not try_stmt(b, f"{v}.requires_grad_()"):
+        v = b.block("torch.no_grad()", lambda sub: _view_of(draw, sub, x))
+        if case == "no_grad_view_then_requires_grad" and not b.try_stmt(f"{v}.requires_grad_()"):
             event("autograd_view: requires_grad_ on the no_grad view refused")
         return [v]
     if case == "view_of_view_requiring_grad":
@@ -164,7 +163,7 @@ def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
     y = draw_op(draw, b, x)
     v = _view_of(draw, b, y)
     if case == "inplace_on_view":
-        if not try_stmt(b, f"{v}.mul_(2)"):
+        if not b.try_stmt(f"{v}.mul_(2)"):
             event("autograd_view: in-place op refused (internal overlap)")
     elif case == "base_modified_after_view":
         torch = _torch()
@@ -172,7 +171,7 @@ def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
                                 == torch._C._autograd.CreationMeta.MULTI_OUTPUT_NODE):
             # Such a view errors on any later autograd use: nothing to convert.
             event("autograd_view: multi-output view, base left unmodified")
-        elif not try_stmt(b, f"{y}.add_(1)"):
+        elif not b.try_stmt(f"{y}.add_(1)"):
             event("autograd_view: in-place op on base refused")
     return [v]
 
@@ -200,7 +199,7 @@ def grad_attached_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
     elif case == "noncontiguous":
         g = draw_dense(draw, b, cfg, dtype=dtype, shape=shape, layouts=("strided", "channels_last"),
                        allow_grad=False)
-        if not try_stmt(b, f"{x}.grad = {g}"):
+        if not b.try_stmt(f"{x}.grad = {g}"):
             b.stmt(f"{x}.grad = {dense_expr(shape, dtype, device)}")
             event("grad_attached: non-contiguous grad refused")
     elif case == "backward":
@@ -291,18 +290,18 @@ def inference_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(INFERENCE_CASES))
     event(f"inference: {case}")
     if case == "inference_tensor":
-        return [draw_block(b, "torch.inference_mode()",
+        return [b.block("torch.inference_mode()",
                            lambda sub: draw_dense(draw, sub, cfg, allow_grad=False))]
     if case == "inference_view":
         def make(sub: RecipeBuilder) -> str:
             x = draw_dense(draw, sub, cfg, allow_grad=False,
                            layouts=("contiguous", "strided", "channels_last"))
             return _view_of(draw, sub, x)
-        return [draw_block(b, "torch.inference_mode()", make)]
+        return [b.block("torch.inference_mode()", make)]
     if case == "normal_view_in_inference_mode":
         x = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"))
-        return [draw_block(b, "torch.inference_mode()", lambda sub: _view_of(draw, sub, x))]
+        return [b.block("torch.inference_mode()", lambda sub: _view_of(draw, sub, x))]
     # A normal tensor made by turning inference mode off inside it.
     def inner(sub: RecipeBuilder) -> str:
-        return draw_block(sub, "torch.inference_mode(False)", lambda sub2: draw_dense(draw, sub2, cfg))
-    return [draw_block(b, "torch.inference_mode()", inner)]
+        return sub.block("torch.inference_mode(False)", lambda sub2: draw_dense(draw, sub2, cfg))
+    return [b.block("torch.inference_mode()", inner)]

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import textwrap
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
+
+R = TypeVar("R")
 
 _RECIPES: Any = None  # WeakIdKeyDictionary tensor -> Recipe, created lazily
 
@@ -161,14 +163,53 @@ class RecipeBuilder:
             exec(import_line, self.namespace)
             self.imports.add(import_line)
 
-    def within(self, context_expr: str) -> None:
+    def try_stmt(self, code: str) -> bool:
+        """Run ``code`` and record it if torch accepts it; return whether it
+        did.  For single operations that either fail before changing anything
+        (shape, dtype and overlap checks) or succeed."""
+        try:
+            exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
+        except Exception:
+            return False
+        self.lines.extend(code.splitlines())
+        return True
+
+    def within(self, context_expr: str, *, repeat: bool = False) -> None:
         """Make the whole recipe run inside ``context_expr``.  Call it before
-        adding any line: the context is entered now and wraps every line."""
-        if context_expr not in self.contexts:
-            if self.lines:
-                raise RuntimeError("RecipeBuilder.within() must come before any line")
-            self._stack.enter_context(eval(context_expr, self.namespace))
-            self.contexts.append(context_expr)
+        adding any line: the context is entered now and wraps every line.
+        An expression already entered is skipped unless ``repeat`` (each
+        functorch level entered is one more level)."""
+        if context_expr in self.contexts and not repeat:
+            return
+        if self.lines:
+            raise RuntimeError("RecipeBuilder.within() must come before any line")
+        self._stack.enter_context(eval(context_expr, self.namespace))
+        self.contexts.append(context_expr)
+
+    def block(self, context_expr: str, make: Callable[["RecipeBuilder"], R]) -> R:
+        """Run ``make(sub)`` with ``context_expr`` active and record every line
+        it adds as the body of one ``with context_expr:`` block.
+
+        ``sub`` shares this builder's namespace and variable counter, so the
+        block may use the tensors built so far and what it binds stays
+        visible after it (as in Python).  For tensors made under
+        ``torch.no_grad()``, ``torch.inference_mode()``, or with functorch
+        disabled inside a live level.
+        """
+        sub = RecipeBuilder()
+        sub.namespace = self.namespace
+        sub.imports = set(self.imports)
+        sub._counter = self._counter
+        with eval(compile(context_expr, "<metafidelity recipe>", "eval"), self.namespace):
+            result = make(sub)
+        self._counter = sub._counter
+        self.imports |= sub.imports
+        if sub.lines:
+            self.lines.append(f"with {context_expr}:")
+            self.lines.extend("    " + line for line in sub.lines)
+        for k in sub.kinds:
+            self.kind(k)
+        return result
 
     def kind(self, name: str) -> None:
         if name not in self.kinds:

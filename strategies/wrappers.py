@@ -20,7 +20,6 @@ from hypothesis import assume, event
 from hypothesis import strategies as st
 
 from .autograd import COMPUTE_LAYOUTS
-from .blocks import draw_block, try_stmt
 from .config import GenConfig, _convertible
 from .dense import LAYOUTS, draw_dense, grad_capable
 from .kinds import kind
@@ -83,7 +82,7 @@ def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     if case == "requires_grad":
         b.stmt(f"torch._mirror_autograd_meta_to({x}, {f})")
     elif case == "mutated":
-        if not try_stmt(b, f"{f}.mul_(2)"):
+        if not b.try_stmt(f"{f}.mul_(2)"):
             b.stmt(f"{f}.zero_()")
     elif case == "pending_view_mutation":
         # The base has an update queued by a mutation of its view; the
@@ -143,8 +142,8 @@ def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> 
         return [draw_dense(draw, b, cfg, dtype=dtype, layouts=("contiguous", "channels_last"),
                            allow_grad=False)]
     layouts = COMPUTE_LAYOUTS if case in ("mutated", "nonleaf") else LAYOUTS
-    plain = draw_block(
-        b, "torch.utils._python_dispatch._disable_current_modes()",
+    plain = b.block(
+        "torch.utils._python_dispatch._disable_current_modes()",
         lambda sub: draw_dense(draw, sub, cfg, dtype=dtype, layouts=layouts, allow_grad=False),
     )
     ft = b.let(f"torch._subclasses.functional_tensor.FunctionalTensor.to_functional({plain})")
@@ -154,7 +153,7 @@ def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> 
         v = draw_view_chain(draw, b, ft)
         return [v if v != ft else b.let(f"{ft}[...]")]
     if case == "mutated":
-        if not try_stmt(b, f"{ft}.mul_(2)"):
+        if not b.try_stmt(f"{ft}.mul_(2)"):
             b.stmt(f"{ft}.zero_()")
     if case == "nonleaf":
         made = b.try_let(f"{ft} * 2") or b.try_let(f"{ft}.clone()")
@@ -190,16 +189,6 @@ def _functorch_unavailable() -> str | None:
     )
 
 
-def _enter_level(b: RecipeBuilder, context_expr: str) -> None:
-    """Like ``b.within(context_expr)``, but a second identical level (two grad
-    levels, two vmap levels of one batch size) is entered again rather than
-    deduplicated: each call is one more functorch level."""
-    if b.lines:
-        raise RuntimeError("functorch levels must be entered before any line")
-    b._stack.enter_context(eval(compile(context_expr, "<metafidelity recipe>", "eval"), b.namespace))
-    b.contexts.append(context_expr)
-
-
 def _draw_functorch(draw: Any, b: RecipeBuilder, cfg: GenConfig, top: str) -> str:
     """Wrap a plain tensor in one functorch wrapper per level, outermost level
     first; the innermost level (``top``: "vmap" or "grad") wraps last."""
@@ -224,13 +213,13 @@ def _draw_functorch(draw: Any, b: RecipeBuilder, cfg: GenConfig, top: str) -> st
     b.need(VMAP_MODULE)
     b.need(GRAD_MODULE)
     for ctx in contexts:
-        _enter_level(b, ctx)
+        b.within(ctx, repeat=True)
 
     wants_grad = top == "grad" and draw(st.booleans())
     dtype = draw(cfg.dtypes.filter(grad_capable)) if wants_grad else None
     layouts = COMPUTE_LAYOUTS if top == "grad" else LAYOUTS
-    t = draw_block(
-        b, "torch._C._DisableFuncTorch()",
+    t = b.block(
+        "torch._C._DisableFuncTorch()",
         lambda sub: draw_dense(draw, sub, cfg, dtype=dtype, shape=tuple(shape), layouts=layouts,
                                allow_grad=False),
     )
