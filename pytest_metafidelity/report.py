@@ -21,6 +21,12 @@ PROPERTY = "metafidelity"
 COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing", "examples")
 
 
+def shorten(text: str, limit: int = 400) -> str:
+    """Long values (torch's dispatcher error lists) cut for the terminal; the
+    JSON report and the reproducer keep them whole."""
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
+
+
 def fidelity_errors(exc: BaseException | None) -> list[Any]:
     """The FidelityErrors in ``exc`` (Hypothesis groups distinct bugs)."""
     from .faithful import FidelityError
@@ -131,7 +137,7 @@ class Collector:
         for f in self.unique_failures():
             parts.append(
                 f"[{f['check']}] {f['kind']} through {f['converter']}: {f['path']}: {f['attribute']}\n"
-                f"    real: {f['real']}\n    fake: {f['fake']}\n"
+                f"    real: {shorten(f['real'])}\n    fake: {shorten(f['fake'])}\n"
                 f"    reproducer: {f['reproducer_file']}\n    replay: {f['replay']}"
             )
         return "\n".join(parts)
