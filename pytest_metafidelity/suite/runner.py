@@ -124,7 +124,7 @@ def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -
             converters=[item.converter],
             checks=list(opts.checks) if opts else None,
             order=order,
-            #STRICT
+            strict=opts.strict if opts else False,
         )
     if run is not None:
         run.examples_done += 1
