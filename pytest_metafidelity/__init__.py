@@ -18,6 +18,9 @@ _EXPORTS = {
     "FidelityError": "faithful",
     "FidelityResult": "faithful",
     "Outcome": "faithful",
+    "KnownDifference": "known_differences",
+    "KNOWN_DIFFERENCES": "known_differences",
+    "UnexpectedlyPassing": "known_differences",
     "Mismatch": "checks",
     "all_checks": "checks",
     "CONVERTERS": "converters",
@@ -27,6 +30,8 @@ _EXPORTS = {
     "recipes": "strategies",
     "recipe_of": "strategies",
     "all_kinds": "strategies",
+    "register_subclass": "strategies",
+    "unregister_subclass": "strategies",
 }
 
 __all__ = sorted(_EXPORTS)

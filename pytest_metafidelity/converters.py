@@ -39,6 +39,11 @@ class Unsupported(Exception):
     """The converter refused the tensor in a way torch documents."""
 
 
+class ConversionCrash(Exception):
+    """Not attempted: torch is known to crash the process (segfault) on this
+    conversion.  Reported as a failed conversion, never run."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ConverterSpec:
     name: str
@@ -192,11 +197,83 @@ class DynamicFakeConverter(Converter):
         from torch._dynamo.source import ConstantSource
 
         self._count += 1
+        source = ConstantSource(f"input{self._count}")
         return _from_tensor(
-            self.mode,
-            t,
-            source=ConstantSource(f"input{self._count}"),
-            symbolic_context=all_dynamic_context(t),
+            self.mode, t, source=source, symbolic_context=all_dynamic_context(t, source)
+        )
+
+
+def storage_too_small(t: Any) -> bool:
+    """True when a strided tensor reaches past the end of its storage (e.g.
+    after ``untyped_storage().resize_(0)``): reading its values crashes the
+    process (https://github.com/pytorch/pytorch/issues/171676)."""
+    import torch
+
+    try:
+        if t.layout != torch.strided or t.device.type == "meta" or t.numel() == 0:
+            return False
+        extent = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1
+        return t.untyped_storage().nbytes() < extent * t.element_size()
+    except Exception:
+        return False
+
+
+def _family(t: Any, depth: int = 0) -> Iterator[Any]:
+    """``t``, its view base, its grad, subclass inner tensors and the
+    tensors inside functional and functorch wrappers."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    yield t
+    if depth > 8:
+        return
+    if t._is_view() and t._base is not None:
+        yield from _family(t._base, depth + 1)
+    grad = _safe_grad(t)
+    if grad is not None:
+        yield from _family(grad, depth + 1)
+    if is_traceable_wrapper_subclass(t):
+        for attr in t.__tensor_flatten__()[0]:
+            inner = getattr(t, attr)
+            if isinstance(inner, torch.Tensor):
+                yield from _family(inner, depth + 1)
+    inner = _unwrapped(t)
+    if inner is not None:
+        yield from _family(inner, depth + 1)
+
+
+def _unwrapped(t: Any) -> Any:
+    """The tensor inside a C++ functional or a functorch wrapper, or None."""
+    import torch
+
+    try:
+        # (A Python FunctionalTensor is converted as a plain tensor: MetaConverter
+        # does not look inside it.)
+        if torch._is_functional_tensor(t):
+            return torch._from_functional_tensor(t)
+        fns = torch._C._functorch
+        if fns.is_functorch_wrapped_tensor(t):
+            return fns.get_unwrapped(t)
+    except Exception:
+        return None
+    return None
+
+
+def crashing_copy(t: Any) -> bool:
+    """True when converting ``t`` with real-tensor propagation would copy the
+    values of a tensor whose storage is smaller than the tensor (MetaConverter
+    copies tensors whose type is exactly torch.Tensor)."""
+    import torch
+
+    return any(type(u) is torch.Tensor and storage_too_small(u) for u in _family(t))
+
+
+def _refuse_crashing_copy(t: Any) -> None:
+    if crashing_copy(t):
+        raise ConversionCrash(
+            "copying the real tensor's values (fake_tensor_propagate_real_tensors) reads past "
+            "the end of a storage smaller than the tensor (resize_(0)?) and segfaults "
+            "(https://github.com/pytorch/pytorch/issues/171676); not attempted"
         )
 
 
@@ -205,7 +282,9 @@ class RealFakeConverter(FakeConverter):
     on (``copy_data``): each fake carries a copy of its real tensor in
     ``.real_tensor``.  The carried tensor must equal the original: same
     metadata, same values, and the same aliasing among the carried tensors as
-    among the originals."""
+    among the originals.  A tensor whose storage is smaller than the tensor
+    (``untyped_storage().resize_(0)``) is not converted -- torch segfaults
+    copying it -- and the conversion is reported as failed."""
 
     name = "fake-real"
     carries_real = True
@@ -213,15 +292,24 @@ class RealFakeConverter(FakeConverter):
     def __init__(self) -> None:
         self.mode = _fake_mode(dynamic=False, real=True)
 
+    def _convert(self, t: Any) -> Any:
+        _refuse_crashing_copy(t)
+        return super()._convert(t)
+
 
 class RealDynamicFakeConverter(DynamicFakeConverter):
     """Like ``fake-dynamic`` (a ``ShapeEnv``, every dimension dynamic), with
     ``fake_tensor_propagate_real_tensors`` on: each fake carries a copy of
-    its real tensor, which must equal the original."""
+    its real tensor, which must equal the original.  Tensors with a storage
+    smaller than the tensor are refused as by ``fake-real``."""
 
     name = "fake-real-dynamic"
     carries_real = True
     real = True
+
+    def _convert(self, t: Any) -> Any:
+        _refuse_crashing_copy(t)
+        return super()._convert(t)
 
 
 def _real_unavailable() -> str | None:
@@ -266,11 +354,9 @@ class RefakeConverter(Converter):
         first = self.first._convert(t)
         self._keep[id(first)] = first
         self._count += 1
+        source = ConstantSource(f"refake{self._count}")
         return _from_tensor(
-            self.mode,
-            first,
-            source=ConstantSource(f"refake{self._count}"),
-            symbolic_context=all_dynamic_context(first),
+            self.mode, first, source=source, symbolic_context=all_dynamic_context(first, source)
         )
 
     def close(self) -> None:
@@ -307,7 +393,10 @@ class FunctionalConverter(Converter):
     ``requires_grad``, conj/neg bits and creation meta -- so the wrappers
     alias exactly as the fakes do.  A fake's ``.grad`` is wrapped and set as
     the wrapper's ``.grad``.  Wrappers and A's fakes are kept alive until
-    the converter is closed."""
+    the converter is closed.  Not applicable (reported unsupported, with the
+    reason) to tensors that are already functional, functorch-wrapped, or
+    traceable wrapper subclasses.  A sparse compressed tensor that requires grad is not converted -- wrapping
+    it aborts the process -- and the conversion is reported as failed."""
 
     name = "functional"
 
@@ -320,6 +409,15 @@ class FunctionalConverter(Converter):
         self._wrapped: dict[int, tuple[Any, Any]] = {}
 
     def _convert(self, t: Any) -> Any:
+        if any(_compressed_requiring_grad(u) for u in _family(t)):
+            raise ConversionCrash(
+                "FunctionalTensor.to_functional of a sparse compressed tensor that requires "
+                "grad aborts the process (c10::Error 'layout_impl is only implemented for "
+                "TensorImpl subclasses' thrown through autograd's InputMetadata); not attempted"
+            )
+        reason = _not_functionalizable(t)
+        if reason is not None:
+            raise Unsupported(f"not applicable: {reason}")
         first = self.first.from_tensor(t)
         with self.functional_mode:
             wrapper = self._wrap(first)
@@ -341,6 +439,11 @@ class FunctionalConverter(Converter):
             return hit[1]
         if f._is_view() and f._base is not None:
             base = self._wrap(f._base)
+            if not f.is_leaf and base.requires_grad != f.requires_grad:
+                # As MetaConverter: a leaf view that requires grad in between.
+                with torch.no_grad():
+                    base = base.view(base.shape)
+                base.requires_grad_(f.requires_grad)
             with self._grad_mode(not f.is_leaf):
                 b = base
                 if b.dtype != f.dtype:
@@ -361,7 +464,7 @@ class FunctionalConverter(Converter):
             torch._C._set_neg(w, f.is_neg())
         else:
             w = FunctionalTensor.to_functional(f)
-        grad = f.grad if f.is_leaf else None
+        grad = _safe_grad(f)
         if grad is not None:
             w.grad = self._wrap(grad)
         self._wrapped[id(f)] = (f, w)
@@ -369,6 +472,39 @@ class FunctionalConverter(Converter):
 
     def close(self) -> None:
         self._wrapped.clear()
+
+
+def _safe_grad(t: Any) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # .grad of a non-leaf warns
+        return t.grad
+
+
+def _not_functionalizable(t: Any) -> str | None:
+    """Why the functional round trip does not apply to ``t`` (or its base,
+    grad), or None."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    fns = getattr(torch._C, "_functorch", None)
+    for u in _family(t):
+        if isinstance(u, FunctionalTensor) or torch._is_functional_tensor(u):
+            return "the tensor is already functional (FunctionalTensor.to_functional refuses it)"
+        if fns is not None and fns.is_functorch_wrapped_tensor(u):
+            return "functorch-wrapped tensors are not wrapped as FunctionalTensors"
+        if is_traceable_wrapper_subclass(u):
+            return ("tensor subclasses are functionalized inside, by AOTAutograd, not wrapped "
+                    "as FunctionalTensors")
+    return None
+
+
+def _compressed_requiring_grad(t: Any) -> bool:
+    layout = str(t.layout).removeprefix("torch.")
+    return layout in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc") and t.requires_grad
 
 
 def _functional_unavailable() -> str | None:
@@ -381,9 +517,10 @@ def _functional_unavailable() -> str | None:
     return None
 
 
-def all_dynamic_context(t: Any) -> Any:
+def all_dynamic_context(t: Any, source: Any = None) -> Any:
     """A symbolic context making every dimension of ``t`` dynamic, recursing
-    into traceable-wrapper-subclass inner tensors and view bases."""
+    into traceable-wrapper-subclass inner tensors and view bases (``source``
+    names ``t`` for subclass contexts, which need one)."""
     from torch.fx.experimental.symbolic_shapes import (
         DimDynamic,
         StatelessSymbolicContext,
@@ -391,18 +528,31 @@ def all_dynamic_context(t: Any) -> Any:
     )
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+    if source is None:
+        from torch._dynamo.source import ConstantSource
+
+        source = ConstantSource("t")
     ndim = t.dim()
     base = t._base if t._is_view() and t._base is not None else None
-    view_base_context = all_dynamic_context(base) if base is not None else None
+    view_base_context = None
+    if base is not None:
+        from torch._dynamo.source import AttrSource
+
+        view_base_context = all_dynamic_context(base, AttrSource(source, "_base"))
     common = dict(
         dynamic_sizes=[DimDynamic.DYNAMIC] * ndim,
         constraint_sizes=[None] * ndim,
         view_base_context=view_base_context,
     )
     if is_traceable_wrapper_subclass(t):
+        from torch._dynamo.source import AttrSource
+
         attrs, _ = t.__tensor_flatten__()
-        inner = {a: all_dynamic_context(getattr(t, a)) for a in attrs}
-        return SubclassSymbolicContext(inner_contexts=inner, **common)
+        inner = {a: all_dynamic_context(getattr(t, a), AttrSource(source, a)) for a in attrs}
+        try:
+            return SubclassSymbolicContext(inner_contexts=inner, tensor_source=source, **common)
+        except TypeError:  # torch without tensor_source
+            return SubclassSymbolicContext(inner_contexts=inner, **common)
     return StatelessSymbolicContext(**common)
 
 

@@ -2,36 +2,76 @@
 
 Works without pytest.  One converter instance converts all the tensors given
 (in ``order``), so memo and aliasing bugs across tensors show.
+
+Outcome statuses, per converter:
+
+``passed``
+    every selected check holds.
+``failed``
+    a check found a difference no known difference explains, or the
+    conversion raised something other than a documented refusal -- or, with
+    ``strict=True``, a known difference occurred or an entry passed
+    unexpectedly.
+``unsupported``
+    the converter refused in a way torch documents (it returned
+    NotImplemented, raised ``UnsupportedFakeTensorException`` or Dynamo's
+    "unimplemented"), or it is not available with this torch; ``reason`` says
+    which.
+``known-difference``
+    every difference found is a registered known difference
+    (:mod:`.known_differences`); ``reason`` lists the entry ids.
+``unexpectedly-passing``
+    a registered known difference expected for these tensors did not occur
+    (fixed upstream?); ``reason`` lists the entry ids.  Not a failure unless
+    ``strict=True``, but :func:`assert_faithful` warns
+    :class:`~.known_differences.UnexpectedlyPassing`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any, Sequence
 
 from .checks import Conversion, Mismatch, all_checks, run_checks
-from .converters import CONVERTERS, Unsupported, make_converter
+from .converters import CONVERTERS, Unsupported, available_converters, make_converter
 from .reproducer import recipe_for, reproducer_source
 
-DEFAULT_CONVERTERS = ("meta", "fake", "fake-dynamic")
+# Every converter this torch can run (see converters.CONVERTERS).
+DEFAULT_CONVERTERS = tuple(CONVERTERS)
 
 PASSED, FAILED, UNSUPPORTED, KNOWN = "passed", "failed", "unsupported", "known-difference"
+XPASS = "unexpectedly-passing"
+STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS)
 
 
 @dataclasses.dataclass
 class Outcome:
-    """The result of one converter on the tensors."""
+    """The result of one converter on the tensors.
+
+    ``mismatches``: the broken invariants that make it fail (with
+    ``strict``, known ones too).  ``known``: (entry id, mismatch) for each
+    difference a known-difference entry explains.  ``unexpectedly_passing``:
+    ids of entries that expected a difference that did not occur."""
 
     converter: str
-    status: str  # PASSED, FAILED, UNSUPPORTED or KNOWN
+    status: str  # one of STATUSES
     mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
     reason: str = ""  # why unsupported, or which known differences matched
+    known: list[tuple[str, Mismatch]] = dataclasses.field(default_factory=list)
+    unexpectedly_passing: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         head = f"converter {self.converter!r}: {self.status}"
         if self.reason:
             head += f" ({self.reason})"
-        return "\n".join([head, *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)])
+        lines = [head, *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)]
+        shown = {id(m) for m in self.mismatches}
+        for entry_id, m in self.known:
+            if id(m) not in shown:
+                lines.append(f"  known difference {entry_id}: "
+                             + m.describe().replace("\n", "\n  "))
+        return "\n".join(lines)
 
 
 @dataclasses.dataclass
@@ -46,6 +86,16 @@ class FidelityResult:
     @property
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if o.status == FAILED]
+
+    @property
+    def unexpectedly_passing(self) -> list[Outcome]:
+        return [o for o in self.outcomes if o.status == XPASS]
+
+    def outcome(self, converter: str) -> Outcome:
+        for o in self.outcomes:
+            if o.converter == converter:
+                return o
+        raise KeyError(converter)
 
     def describe(self) -> str:
         parts = [o.describe() for o in self.outcomes]
@@ -84,11 +134,14 @@ def check_faithful(
     converters: Sequence[str] | str | None = None,
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
+    strict: bool = False,
 ) -> FidelityResult:
-    """Convert ``tensors`` with each converter and run ``checks`` (default all)."""
+    """Convert ``tensors`` with each converter (default: every converter
+    this torch can run) and run ``checks`` (default: all); known differences
+    are applied unless ``strict``.  See the module docstring for statuses."""
     if isinstance(converters, str):
         converters = [converters]
-    converters = list(converters or DEFAULT_CONVERTERS)
+    converters = list(converters or available_converters())
     _validate(converters, CONVERTERS, "converter")
     _validate(checks, all_checks(), "check")
     if not tensors:
@@ -97,38 +150,94 @@ def check_faithful(
     if sorted(order) != list(range(len(tensors))):
         raise ValueError(f"order={order!r} must be a permutation of 0..{len(tensors) - 1}")
 
-    recipe = recipe_for(tensors)
-    names = recipe.outputs
+    try:
+        recipe = recipe_for(tensors)
+        names = recipe.outputs
+    except Exception as e:  # a tensor the describer cannot read: no reproducer
+        recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
     outcomes = []
     for name in converters:
-        outcomes.append(_one_converter(name, names, tensors, checks, order))
+        outcomes.append(_one_converter(name, names, tensors, checks, order, strict))
     failing = [o.converter for o in outcomes if o.status == FAILED] or converters
     failing_checks = sorted({m.check for o in outcomes for m in o.mismatches}) or checks
-    source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order)
+    if isinstance(recipe, Exception):
+        source = f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
+    else:
+        source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order)
     return FidelityResult(outcomes, source)
+
+
+def _checks_run(checks: Sequence[str] | None) -> set[str]:
+    from .checks.wrappers import INNER_CHECKS
+
+    ran = set(checks or all_checks())
+    if "wrappers" in ran:
+        ran |= set(INNER_CHECKS)
+    return ran
 
 
 def _one_converter(
     name: str, names: Sequence[str], tensors: Sequence[Any], checks: Sequence[str] | None,
-    order: Sequence[int],
+    order: Sequence[int], strict: bool = False,
 ) -> Outcome:
+    from .checks.purity import capture
+
+    # Until the conversion succeeds, the known-difference registry sees the
+    # real tensors only (a conversion that raised has no converted tensors).
+    conversion = Conversion(tuple(names), tuple(tensors), (None,) * len(tensors), None,
+                            order=tuple(order))
     try:
         converter = make_converter(name)
+        conversion.converter = converter
         try:
+            before = capture(tuple(names), tuple(tensors))
             fakes = convert_all(converter, tensors, order)
-            mismatches = run_checks(
-                Conversion(tuple(names), tuple(tensors), tuple(fakes), converter),
-                list(checks) if checks else None,
-            )
+            after = capture(tuple(names), tuple(tensors))
+            conversion = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
+                                    order=tuple(order), before=before, after=after)
+            mismatches = run_checks(conversion, list(checks) if checks else None)
+            return _judge(name, mismatches, conversion, _checks_run(checks), strict)
         finally:
             converter.close()
     except Unsupported as e:
         return Outcome(name, UNSUPPORTED, reason=str(e))
     except Exception as e:  # the converter crashed: a fidelity failure
+        import traceback
+
+        where = traceback.extract_tb(e.__traceback__)[-1]
         m = Mismatch("conversion", ", ".join(names), "raised", "a converted tensor",
-                     f"{type(e).__name__}: {e}")
-        return Outcome(name, FAILED, [m])
-    return Outcome(name, FAILED if mismatches else PASSED, mismatches)
+                     f"{type(e).__name__}: {e}",
+                     f"raised at {where.filename}:{where.lineno} in {where.name}")
+        return _judge(name, [m], conversion, {"conversion"}, strict)
+
+
+def _judge(name: str, mismatches: list[Mismatch], conversion: Any, ran: set[str],
+           strict: bool) -> Outcome:
+    from .known_differences import triage
+
+    t = triage(name, mismatches, conversion, ran)
+    known = t.explained
+    ids = t.occurred
+    reasons = []
+    if ids:
+        reasons.append("known differences: " + ", ".join(ids))
+    if t.unexpectedly_passing:
+        reasons.append("unexpectedly passing: " + ", ".join(t.unexpectedly_passing))
+    reason = "; ".join(reasons)
+    if strict:
+        failing = list(mismatches)
+        for entry_id in t.unexpectedly_passing:
+            failing.append(Mismatch("known-differences", "*", entry_id, "the difference occurs",
+                                    "it did not occur", "unexpectedly passing (strict mode)"))
+        status = FAILED if failing else PASSED
+        return Outcome(name, status, failing, reason, known, list(t.unexpectedly_passing))
+    if t.unexplained:
+        return Outcome(name, FAILED, t.unexplained, reason, known, list(t.unexpectedly_passing))
+    if t.unexpectedly_passing:
+        return Outcome(name, XPASS, [], reason, known, list(t.unexpectedly_passing))
+    if known:
+        return Outcome(name, KNOWN, [], reason, known)
+    return Outcome(name, PASSED)
 
 
 def assert_faithful(
@@ -136,10 +245,25 @@ def assert_faithful(
     converters: Sequence[str] | str | None = None,
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
+    strict: bool = False,
 ) -> FidelityResult:
     """Like :func:`check_faithful`, but raise :class:`FidelityError` listing
-    every broken invariant, real vs fake, and a runnable reproducer."""
-    result = check_faithful(*tensors, converters=converters, checks=checks, order=order)
+    every broken invariant, real vs fake, and a runnable reproducer.  Known
+    differences pass (``strict=True``: fail); an entry that passed
+    unexpectedly warns :class:`~.known_differences.UnexpectedlyPassing`
+    (``strict=True``: fails)."""
+    result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
+                            strict=strict)
     if not result.ok:
         raise FidelityError(result)
+    if result.unexpectedly_passing:
+        from .known_differences import UnexpectedlyPassing
+
+        warnings.warn(
+            UnexpectedlyPassing(
+                "known differences did not occur (fixed upstream?):\n"
+                + "\n".join(o.describe() for o in result.unexpectedly_passing)
+            ),
+            stacklevel=2,
+        )
     return result

@@ -1,9 +1,17 @@
 """The checks: invariants a converted tensor must share with its real one.
 
 Where are the checks?  One module each in this package, registered with
-:func:`check`.  A check takes a :class:`Conversion` (real tensors, their
-converted counterparts, the converter) and returns a list of
-:class:`Mismatch` -- empty when the invariant holds.
+:func:`check`; the module's docstring documents the check.  A check takes a
+:class:`Conversion` (real tensors, their converted counterparts, the
+converter) and returns a list of :class:`Mismatch` -- empty when the
+invariant holds.
+
+``metadata`` (torch's assert_metadata_eq), ``oracle`` (public-API reading),
+``aliasing`` (storage/object/version-counter partitions, ``_base``),
+``storage`` (storage sizes), ``memo`` (same object again; released),
+``autograd`` (creation_meta, non-leaves, grad_dtype, retains_grad),
+``sparse`` (sparse structure), ``wrappers`` (functional, functorch,
+subclasses; inner tensors recursively), ``purity`` (no side effects).
 """
 
 from __future__ import annotations
@@ -13,7 +21,10 @@ import importlib
 from typing import Any, Callable, Iterator
 
 # Modules defining checks, in report order.
-CHECK_MODULES = ("metadata", "aliasing")
+CHECK_MODULES = (
+    "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
+    "purity",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +55,24 @@ class Mismatch:
 @dataclasses.dataclass
 class Conversion:
     """What a check sees: the real tensors, in the order given by the user,
-    their converted counterparts, and the converter that made them."""
+    their converted counterparts, and the converter that made them.
+
+    ``order``: the order the tensors were converted in (the ``memo`` check
+    converts them again in it).  ``before`` / ``after``: snapshots of the
+    real tensors and of torch's global state taken just before and just
+    after the conversion (see :mod:`.purity`; filled in by
+    :func:`~pytest_metafidelity.faithful.check_faithful`).  ``inner``: True
+    for the conversions the ``wrappers`` check builds for subclass inner
+    tensors."""
 
     names: tuple[str, ...]
     real: tuple[Any, ...]
     fake: tuple[Any, ...]
     converter: Any
+    order: tuple[int, ...] | None = None
+    before: Any = None
+    after: Any = None
+    inner: bool = False
 
     def pairs(self) -> Iterator[tuple[str, Any, Any]]:
         return iter(zip(self.names, self.real, self.fake))

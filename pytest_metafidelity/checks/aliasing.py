@@ -1,52 +1,30 @@
 """`aliasing`: the same sharing structure on both sides.
 
-Builds the graph of every involved tensor -- the tensors under test and their
-``_base`` chains -- and requires that (1) the partition by storage identity,
-(2) the partition by Python object identity and (3) which node is whose
-``_base`` are identical for the real and the converted tensors.
+Builds the graph of every involved tensor -- the tensors under test, their
+``_base`` chains, leaves' grads and traceable-wrapper-subclass inner tensors
+-- and requires that these are identical for the real and the converted
+tensors:
+
+1. the partition by storage identity (which tensors share a storage);
+2. the partition by Python object identity (the same real tensor reached by
+   two paths is the same converted tensor, e.g. two views' ``_base``);
+3. view-ness and ``_base`` (a view's ``_base`` is the converted tensor of the
+   real view's ``_base``);
+4. the partition by version counter: views share the version counter with
+   their base on both sides (probed with
+   ``torch.autograd.graph.increment_version`` and restored afterwards);
+5. for converters whose fakes carry their real tensors, the partition of the
+   carried real tensors by storage identity equals the originals'.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from . import Conversion, Mismatch, check
+from ._util import base_of, is_view, related, safe
 
-
-def related(conv: Conversion) -> list[tuple[str, Any, Any]]:
-    """(path, real, fake) for every tensor under test and the ``_base`` (and
-    ``.grad``) reachable from it, walked in lockstep on both sides."""
-    out: list[tuple[str, Any, Any]] = []
-
-    def walk(path: str, r: Any, f: Any, depth: int) -> None:
-        out.append((path, r, f))
-        if depth > 8:
-            return
-        rb = r._base if _is_view(r) else None
-        fb = f._base if _is_view(f) else None
-        if rb is not None and fb is not None:
-            walk(f"{path}._base", rb, fb, depth + 1)
-        rg, fg = _grad(r), _grad(f)
-        if rg is not None and fg is not None:
-            walk(f"{path}.grad", rg, fg, depth + 1)
-
-    for name, r, f in conv.pairs():
-        walk(name, r, f, 0)
-    return out
-
-
-def _is_view(t: Any) -> bool:
-    try:
-        return bool(t._is_view())
-    except Exception:
-        return False
-
-
-def _grad(t: Any) -> Any:
-    try:
-        return t.grad if t.is_leaf else None
-    except Exception:
-        return None
+__all__ = ["aliasing_check", "related", "storage_key"]
 
 
 def storage_key(t: Any) -> Any:
@@ -63,13 +41,53 @@ def _partition(keys: list[Any]) -> list[int]:
     return [first.setdefault(k, i) if k is not None else -1 for i, k in enumerate(keys)]
 
 
-@check("aliasing", "same storage sharing, object identity and _base links among all tensors")
+def _version(t: Any) -> int | None:
+    return safe(lambda: int(t._version))
+
+
+def version_partition(tensors: list[Any]) -> list[Any]:
+    """Which tensors share a version counter: bump each in turn, see whose
+    ``_version`` moved, put the counter back.  None for a tensor without a
+    readable version counter (inference tensors)."""
+    import torch
+
+    bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
+    restore = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+    if bump is None or restore is None:
+        return [None] * len(tensors)
+    labels: list[Any] = [None] * len(tensors)
+    for i, t in enumerate(tensors):
+        if labels[i] is not None or _version(t) is None:
+            continue
+        before = [_version(u) for u in tensors]
+        try:
+            bump(t)
+        except Exception:
+            continue
+        try:
+            after = [_version(u) for u in tensors]
+        finally:
+            _set_version(restore, t, before[i])
+        for j, (a, b) in enumerate(zip(before, after)):
+            if a is not None and b is not None and a != b and labels[j] is None:
+                labels[j] = i
+    return labels
+
+
+def _set_version(restore: Callable[..., Any], t: Any, value: int) -> None:
+    try:
+        restore((t,), (value,))
+    except TypeError:  # older signature: one tensor, one int
+        restore(t, value)
+
+
+@check("aliasing", "same storage sharing, object identity, _base links and version counters")
 def aliasing_check(conv: Conversion) -> list[Mismatch]:
-    nodes = related(conv)
+    nodes = related(conv, unique=False)
     found: list[Mismatch] = []
     paths = [p for p, _, _ in nodes]
 
-    def compare(what: str, real_keys: list[Any], fake_keys: list[Any]) -> None:
+    def compare(what: str, real_keys: list[Any], fake_keys: list[Any], detail: str = "") -> None:
         rp, fp = _partition(real_keys), _partition(fake_keys)
         for i, (a, b) in enumerate(zip(rp, fp)):
             if a != b:
@@ -79,15 +97,53 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
                     "aliasing", paths[i], what,
                     f"shared with {shares_real or 'nothing'}",
                     f"shared with {shares_fake or 'nothing'}",
+                    detail,
                 ))
                 return
 
     compare("storage identity", [storage_key(r) for _, r, _ in nodes],
             [storage_key(f) for _, _, f in nodes])
     compare("object identity", [id(r) for _, r, _ in nodes], [id(f) for _, _, f in nodes])
+
+    fake_of: dict[int, Any] = {}
+    for _, r, f in nodes:
+        fake_of.setdefault(id(r), f)
     for path, r, f in nodes:
-        if _is_view(r) != _is_view(f):
-            found.append(Mismatch("aliasing", path, "_is_view()", _is_view(r), _is_view(f)))
-        elif _is_view(r) and (r._base is None) != (f._base is None):
-            found.append(Mismatch("aliasing", path, "_base is None", r._base is None, f._base is None))
+        if is_view(r) != is_view(f):
+            found.append(Mismatch("aliasing", path, "_is_view()", is_view(r), is_view(f)))
+        elif is_view(r):
+            rb, fb = base_of(r), base_of(f)
+            if (rb is None) != (fb is None):
+                found.append(Mismatch("aliasing", path, "_base is None", rb is None, fb is None))
+            elif rb is not None and id(rb) in fake_of and fake_of[id(rb)] is not fb:
+                found.append(Mismatch("aliasing", path, "_base identity",
+                                      "the real _base", "not the converted real _base"))
+
+    reals, fakes = [r for _, r, _ in nodes], [f for _, _, f in nodes]
+    real_vc, fake_vc = version_partition(reals), version_partition(fakes)
+    if any(x is not None for x in real_vc):
+        # Compare only where both sides have a readable version counter.
+        keep = [i for i in range(len(nodes)) if real_vc[i] is not None and fake_vc[i] is not None]
+        rp = [real_vc[i] for i in keep]
+        fp = [fake_vc[i] for i in keep]
+        sub_paths = [paths[i] for i in keep]
+        rl, fl = _partition(rp), _partition(fp)
+        for k, (a, b) in enumerate(zip(rl, fl)):
+            if a != b:
+                found.append(Mismatch(
+                    "aliasing", sub_paths[k], "version counter sharing",
+                    f"shared with {[sub_paths[j] for j, x in enumerate(rl) if x == a and j != k] or 'nothing'}",
+                    f"shared with {[sub_paths[j] for j, x in enumerate(fl) if x == b and j != k] or 'nothing'}",
+                    "an in-place op on one bumps the other's _version",
+                ))
+                break
+
+    if getattr(conv.converter, "carries_real", False):
+        from ._util import carried_real
+
+        carried = [carried_real(f) for f in fakes]
+        if all(c is not None for c in carried):
+            compare("carried real_tensor storage identity",
+                    [storage_key(r) for r in reals], [storage_key(c) for c in carried],
+                    "the real tensors the fakes carry must alias as the originals do")
     return found

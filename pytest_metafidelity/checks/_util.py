@@ -1,0 +1,209 @@
+"""Helpers shared by the checks: symbolic hints, safe attribute reads, the
+graph of related tensors (bases, grads, subclass inner tensors)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+# Returned by :func:`hint` for a SymInt whose value the ShapeEnv does not know
+# (unbacked): comparisons against it are skipped.
+UNKNOWN = type("UnknownHint", (), {"__repr__": lambda self: "<no hint>"})()
+
+
+def is_symbolic(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+def hint(x: Any) -> Any:
+    """The concrete value of an int or SymInt, without adding guards: a
+    SymInt's hint is the example value its ShapeEnv recorded."""
+    if not is_symbolic(x):
+        return x
+    node = x.node
+    h = getattr(node, "hint", None)
+    if h is not None:
+        return h
+    try:
+        expr = node.expr
+        if getattr(expr, "is_number", False):
+            return int(expr)
+        value = node.shape_env.size_hint(expr, allow_none=True)
+        return UNKNOWN if value is None else int(value)
+    except Exception:
+        return UNKNOWN
+
+
+def hints(xs: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(hint(x) for x in xs)
+
+
+def has_symbolic(t: Any) -> bool:
+    try:
+        if any(is_symbolic(s) for s in t.shape):
+            return True
+        import torch
+
+        if t.layout == torch.strided:
+            return any(is_symbolic(s) for s in t.stride()) or is_symbolic(t.storage_offset())
+    except Exception:
+        return False
+    return False
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equality where an unknown hint on either side matches anything."""
+    if a is UNKNOWN or b is UNKNOWN:
+        return True
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def safe(fn: Callable[[], Any], default: Any = None) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def is_view(t: Any) -> bool:
+    return bool(safe(lambda: t._is_view(), False))
+
+
+def base_of(t: Any) -> Any:
+    return t._base if is_view(t) else None
+
+
+def grad_of(t: Any) -> Any:
+    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns)."""
+    import warnings
+
+    try:
+        if not t.is_leaf:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return t.grad
+    except Exception:
+        return None
+
+
+def inner_tensors(t: Any) -> list[tuple[str, Any]]:
+    """(attr, inner tensor) of a traceable wrapper subclass, else []."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if not is_traceable_wrapper_subclass(t):
+        return []
+    try:
+        attrs, _ = t.__tensor_flatten__()
+    except Exception:
+        return []
+    out = []
+    for a in attrs:
+        v = getattr(t, a, None)
+        if isinstance(v, torch.Tensor):
+            out.append((a, v))
+    return out
+
+
+def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple[str, Any, Any]]:
+    """(path, real, fake) for every tensor under test and what is reachable
+    from it -- ``_base``, a leaf's ``.grad`` and (with ``inner``) subclass
+    inner tensors -- walked in lockstep on both sides.  With ``unique``, each
+    (real, fake) pair is listed once (at the first path that reaches it);
+    without, every path is listed (identity checks need them all)."""
+    out: list[tuple[str, Any, Any]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def walk(path: str, r: Any, f: Any, depth: int) -> None:
+        key = (id(r), id(f))
+        if key in seen and unique:
+            return
+        seen.add(key)
+        out.append((path, r, f))
+        if depth > 8:
+            return
+        rb, fb = base_of(r), base_of(f)
+        if rb is not None and fb is not None:
+            walk(f"{path}._base", rb, fb, depth + 1)
+        rg, fg = grad_of(r), grad_of(f)
+        if rg is not None and fg is not None:
+            walk(f"{path}.grad", rg, fg, depth + 1)
+        if inner:
+            fi = dict(inner_tensors(f))
+            for attr, ri in inner_tensors(r):
+                if attr in fi:
+                    walk(f"{path}.{attr}", ri, fi[attr], depth + 1)
+
+    for name, r, f in conv.pairs():
+        walk(name, r, f, 0)
+    return out
+
+
+def walk_real(names: Any, tensors: Any) -> list[tuple[str, Any]]:
+    """(path, tensor) for the tensors and what they reach (``_base``, a
+    leaf's ``.grad``, subclass inner tensors), one side only, each tensor
+    once; paths as in :func:`related`."""
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+
+    def walk(path: str, t: Any, depth: int) -> None:
+        if t is None or id(t) in seen or depth > 8:
+            return
+        seen.add(id(t))
+        out.append((path, t))
+        walk(f"{path}._base", base_of(t), depth + 1)
+        walk(f"{path}.grad", grad_of(t), depth + 1)
+        for attr, inner in inner_tensors(t):
+            walk(f"{path}.{attr}", inner, depth + 1)
+
+    for name, t in zip(names, tensors):
+        walk(name, t, 0)
+    return out
+
+
+def resolve(conv: Any, path: str, *, fake: bool = False) -> Any:
+    """The real (``fake=True``: converted) tensor at ``path``
+    ("t0._base.grad", "t1.a", ...), or None."""
+    head, *rest = path.split(".")
+    try:
+        t = (conv.fake if fake else conv.real)[conv.names.index(head)]
+    except (ValueError, IndexError):
+        return None
+    for part in rest:
+        if part == "_base":
+            t = base_of(t)
+        elif part == "grad":
+            t = grad_of(t)
+        elif part == "real_tensor":
+            return getattr(t, "real_tensor", None) if fake else t
+        elif part == "unwrapped":
+            import torch
+
+            unwrap = getattr(getattr(torch._C, "_functorch", None), "get_unwrapped", None)
+            t = safe(lambda: unwrap(t)) if unwrap is not None else None
+        else:
+            t = dict(inner_tensors(t)).get(part)
+        if t is None:
+            return None
+    return t
+
+
+def fake_device(conv: Any, real: Any) -> Any:
+    fn = getattr(conv.converter, "fake_device", None)
+    return fn(real) if fn is not None else real.device
+
+
+def carried_real(fake: Any) -> Any:
+    """The real tensor a fake of a real-tensor-propagating mode carries
+    (looking through a C++ functional wrapper), or None."""
+    import torch
+
+    carried = getattr(fake, "real_tensor", None)
+    if carried is None and safe(lambda: torch._is_functional_tensor(fake), False):
+        inner = safe(lambda: torch._from_functional_tensor(fake))
+        carried = getattr(inner, "real_tensor", None)
+    return carried

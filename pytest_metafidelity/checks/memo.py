@@ -1,0 +1,101 @@
+"""`memo`: the converter's memo.
+
+1. Converting a tensor again through the same converter instance gives the
+   very same converted object -- for the tensors under test and for the
+   bases and grads reached from them (a view's ``_base`` converted on its own
+   is the converted view's ``_base``).
+2. Converted tensors are released when no longer referenced: a fresh
+   instance of the converter converts the tensors (in the same order); once
+   the results are dropped and the garbage collector has run, no converted
+   tensor is still alive -- neither memo nor mode keeps them.
+
+Skipped for the inner-tensor conversions of the ``wrappers`` check: inner
+tensors are not converted on their own.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+from . import Conversion, Mismatch, check
+from ._util import related
+
+
+@check("memo", "converting again gives the same object; converted tensors are released")
+def memo_check(conv: Conversion) -> list[Mismatch]:
+    if conv.inner:
+        return []
+    from ..converters import Unsupported
+
+    found: list[Mismatch] = []
+    for path, real, fake in related(conv, inner=False):
+        try:
+            again = conv.converter.convert(real)
+        except Unsupported:
+            continue
+        except Exception as e:
+            found.append(Mismatch("memo", path, "convert() again", "the same converted tensor",
+                                  f"raised {type(e).__name__}: {e}"))
+            continue
+        if again is not fake:
+            found.append(Mismatch("memo", path, "convert() again is the same object",
+                                  True, False, f"got another {type(again).__name__}"))
+        del again
+    found += _released(conv)
+    return found
+
+
+def _convert_fresh(conv: Conversion) -> tuple[list[Any], Any]:
+    """Convert the tensors through a fresh converter, as the conversion under
+    test did (same order, all results alive until the last is made); return
+    weak references to the results."""
+    fresh = getattr(conv.converter, "fresh", None)
+    if fresh is None:
+        return [], None
+    converter = fresh()
+    order = conv.order if conv.order is not None else range(len(conv.real))
+    out: list[Any] = [None] * len(conv.real)
+    for i in order:
+        out[i] = converter.convert(conv.real[i])
+    refs: list[Any] = []
+    for t in out:
+        try:
+            refs.append(weakref.ref(t))
+        except TypeError:
+            refs.append(None)
+    del out
+    return refs, converter
+
+
+def _released(conv: Conversion) -> list[Mismatch]:
+    from ..converters import Unsupported
+
+    try:
+        refs, converter = _convert_fresh(conv)
+    except Unsupported:
+        return []
+    except Exception as e:
+        return [Mismatch("memo", ", ".join(conv.names), "fresh converter", "converts again",
+                         f"raised {type(e).__name__}: {e}")]
+    try:
+        # Reference counting frees most converted tensors at once; a full
+        # collection (~0.1 s with torch loaded) only when one is still alive.
+        if any(ref is not None and ref() is not None for ref in refs):
+            gc.collect()
+        found = []
+        for name, ref in zip(conv.names, refs):
+            alive = ref() if ref is not None else None
+            if alive is not None:
+                referrers = len(gc.get_referrers(alive))
+                del alive
+                found.append(Mismatch(
+                    "memo", name, "released when no longer referenced", True, False,
+                    f"the converted tensor is still alive after gc ({referrers} referrer(s)) "
+                    "while the converter is open",
+                ))
+        return found
+    finally:
+        if converter is not None:
+            converter.close()

@@ -1,0 +1,131 @@
+"""`oracle`: an independent reading of the real tensor through public tensor
+APIs only, compared with the same reading of the converted tensor.
+
+Read on both sides: shape, stride and storage offset (strided layouts),
+dtype, layout, device (the converter's fake device: ``meta`` for the meta
+converter, the real device for fake tensors), requires_grad, is_leaf,
+whether a leaf has a ``.grad`` (and the grad itself, recursively),
+is_inference, is_conj, is_neg, ``_is_view`` and Parameter-ness.
+
+Where the converted sizes, strides or offset are SymInts they are compared
+through their hints (the example values the ShapeEnv recorded; reading a
+hint adds no guard); where they are static they are compared exactly.
+
+For converters whose fakes carry their real tensor (``fake-real``,
+``fake-real-dynamic``), the carried ``fake.real_tensor`` must equal the
+original: the same shape, strides, offset, dtype, layout, device and
+conj/neg bits, and the same values (NaNs equal to NaNs).  Its autograd
+metadata is not compared: it is data, not a graph input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import Conversion, Mismatch, check
+from ._util import fake_device, grad_of, hint, hints, is_view, related, safe, same
+
+
+def read(t: Any, *, device: Any = None) -> dict[str, Any]:
+    """The oracle's reading of ``t`` (``device`` replaces ``t.device`` on the
+    expected side: the device a converted tensor must report)."""
+    import torch
+
+    strided = safe(lambda: t.layout == torch.strided, False)
+    out: dict[str, Any] = {
+        "shape": safe(lambda: hints(t.shape)),
+        "dtype": t.dtype,
+        "layout": t.layout,
+        "device": t.device if device is None else device,
+        "requires_grad": t.requires_grad,
+        "is_leaf": safe(lambda: t.is_leaf),
+        "grad is not None": grad_of(t) is not None,
+        "is_inference()": safe(lambda: t.is_inference()),
+        "is_conj()": safe(lambda: t.is_conj()),
+        "is_neg()": safe(lambda: t.is_neg()),
+        "_is_view()": is_view(t),
+        "isinstance(nn.Parameter)": isinstance(t, torch.nn.Parameter),
+    }
+    if strided:
+        out["stride()"] = safe(lambda: hints(t.stride()))
+        out["storage_offset()"] = safe(lambda: hint(t.storage_offset()))
+    return out
+
+
+# What the carried real tensor of a fake must share with the original.
+_DATA_FIELDS = ("shape", "stride()", "storage_offset()", "dtype", "layout", "device",
+                "is_conj()", "is_neg()")
+
+
+def _compare(path: str, expected: dict[str, Any], got: dict[str, Any],
+             fields: Any = None, detail: str = "") -> list[Mismatch]:
+    found = []
+    for key in fields or expected:
+        if key not in expected and key not in got:
+            continue
+        a, b = expected.get(key, "<absent>"), got.get(key, "<absent>")
+        if not same(a, b):
+            found.append(Mismatch("oracle", path, key, a, b, detail))
+    return found
+
+
+def values_equal(a: Any, b: Any) -> bool | None:
+    """True/False when both tensors' values can be read, else None."""
+    import torch
+
+    from ..converters import storage_too_small
+
+    # Only plain tensors' values are read: reading through a wrapper whose
+    # inner storage was resized away crashes the process.
+    plain = (torch.Tensor, torch.nn.Parameter)
+    if type(a) not in plain or type(b) not in plain:
+        return None
+    if storage_too_small(a) or storage_too_small(b):
+        return None
+    try:
+        with torch.no_grad():
+            x = a.detach()
+            y = b.detach()
+            if x.layout != torch.strided:
+                x = x.to_dense()
+            if y.layout != torch.strided:
+                y = y.to_dense()
+            x = x.resolve_conj().resolve_neg()
+            y = y.resolve_conj().resolve_neg()
+            if x.shape != y.shape or x.dtype != y.dtype:
+                return False
+            if x.dtype.is_floating_point or x.dtype.is_complex:
+                both_nan = torch.isnan(x) & torch.isnan(y)
+                return bool(((x == y) | both_nan).all())
+            return bool(torch.equal(x, y))
+    except Exception:
+        return None
+
+
+@check("oracle", "public-API reading of shape, strides, dtype, device, autograd bits, view-ness, grads")
+def oracle_check(conv: Conversion) -> list[Mismatch]:
+    found: list[Mismatch] = []
+    carries_real = bool(getattr(conv.converter, "carries_real", False))
+    for path, real, fake in related(conv, inner=False):
+        found += _compare(path, read(real, device=fake_device(conv, real)), read(fake))
+        if carries_real:
+            found += _carried(path, real, fake)
+    return found
+
+
+def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:
+    from ._util import carried_real
+
+    carried = carried_real(fake)
+    where = f"{path}.real_tensor"
+    if carried is None:
+        return [Mismatch("oracle", where, "real_tensor is not None", True, False,
+                         "a fake of a real-tensor-propagating mode must carry its real tensor")]
+    found = _compare(where, read(real), read(carried), _DATA_FIELDS,
+                     "the real tensor the fake carries")
+    if not found:
+        eq = values_equal(real, carried)
+        if eq is False:
+            found.append(Mismatch("oracle", where, "values", "the original's values",
+                                  "different values", "the real tensor the fake carries"))
+    return found

@@ -1,0 +1,208 @@
+"""`purity`: converting has no side effects.
+
+Compares two snapshots, taken just before and just after the conversion
+(:func:`~pytest_metafidelity.faithful.check_faithful` takes them and puts
+them in ``Conversion.before`` / ``Conversion.after``; other checks' own
+probing afterwards does not count):
+
+* every involved real tensor (bases, leaves' grads and subclass inner
+  tensors included) is unchanged: shape, strides, offset, dtype, layout,
+  device, requires_grad, is_leaf, the version counter, the ``.grad`` object
+  and its version, the ``grad_fn`` object, conj/neg bits, the storage object
+  and its size, and its bytes (storages up to 1 MiB);
+* torch's global state is as it was: grad mode, inference mode, forward-AD
+  mode, the dispatch key TLS (included and excluded local sets), the
+  functorch interpreter stack, the torch-dispatch and torch-function mode
+  stacks, functionalization's reapply-views flag, the default dtype and
+  device, and ``fake_tensor_propagate_real_tensors``.
+
+Each query is feature-detected; one torch lacks is left out of both
+snapshots.  Without a ``before`` snapshot (a hand-built ``Conversion``) the
+check has nothing to compare and reports nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from . import Conversion, Mismatch, check
+from ._util import grad_of, safe, walk_real
+
+MAX_VALUE_BYTES = 1 << 20
+_MISSING = object()
+
+
+@dataclasses.dataclass
+class Snapshot:
+    tensors: list[tuple[str, Any, dict[str, Any]]]  # (path, tensor, reading)
+    state: dict[str, Any]
+
+
+class _Same:
+    """Compares by identity (``is``), shown by type."""
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+    def __repr__(self) -> str:
+        return "None" if self.obj is None else f"<{type(self.obj).__name__} at {id(self.obj):#x}>"
+
+
+class _Bytes:
+    """A copy of a storage's bytes, compared by value."""
+
+    def __init__(self, copy: Any) -> None:
+        self.copy = copy
+
+    def __eq__(self, other: object) -> bool:
+        import torch
+
+        if not isinstance(other, _Bytes):
+            return False
+        a, b = self.copy, other.copy
+        return a.shape == b.shape and bool(torch.equal(a, b))
+
+    def __repr__(self) -> str:
+        return f"<{self.copy.numel()} storage bytes>"
+
+
+def _storage_bytes(t: Any) -> Any:
+    import torch
+
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if is_traceable_wrapper_subclass(t):
+        return None  # a wrapper's storage holds no data
+    s = t.untyped_storage()
+    if s.device.type == "meta" or s.nbytes() > MAX_VALUE_BYTES:
+        return None
+    if s.nbytes() and not s.data_ptr():
+        return None  # dataless storage
+    with torch.no_grad():
+        view = torch.empty(0, dtype=torch.uint8, device=s.device)
+        view.set_(s, 0, (s.nbytes(),), (1,))
+        return _Bytes(view.clone())
+
+
+def read_tensor(t: Any) -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {
+        "shape": safe(lambda: tuple(t.shape)),
+        "dtype": t.dtype,
+        "layout": t.layout,
+        "device": safe(lambda: t.device),
+        "requires_grad": t.requires_grad,
+        "is_leaf": safe(lambda: t.is_leaf),
+        "_version": safe(lambda: t._version),
+        "grad": _Same(grad_of(t)),
+        "grad._version": safe(lambda: grad_of(t)._version),
+        "grad_fn": _Same(safe(lambda: t.grad_fn)),
+        "is_conj()": safe(lambda: t.is_conj()),
+        "is_neg()": safe(lambda: t.is_neg()),
+    }
+    if t.layout == torch.strided and not t.is_nested:
+        out["stride()"] = safe(lambda: tuple(t.stride()))
+        out["storage_offset()"] = safe(lambda: t.storage_offset())
+        out["storage"] = safe(lambda: t.untyped_storage()._cdata)
+        out["storage nbytes"] = safe(lambda: t.untyped_storage().nbytes())
+        out["storage bytes"] = safe(lambda: _storage_bytes(t))
+    return out
+
+
+def _state_queries() -> dict[str, Callable[[], Any]]:
+    import torch
+
+    def functorch_stack() -> Any:
+        from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
+
+        return tuple((str(i.key()), i.level()) for i in retrieve_all_functorch_interpreters())
+
+    def dispatch_modes() -> Any:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+        return tuple(_Same(m) for m in _get_current_dispatch_mode_stack())
+
+    def function_modes() -> Any:
+        from torch.overrides import _get_current_function_mode_stack
+
+        return tuple(_Same(m) for m in _get_current_function_mode_stack())
+
+    def propagate_real() -> Any:
+        import torch._functorch.config as c
+
+        return c.fake_tensor_propagate_real_tensors
+
+    def meta_utils_tls() -> Any:
+        from torch._subclasses import meta_utils
+
+        return getattr(meta_utils.tls, "disable_inference_mode", None)
+
+    return {
+        "grad mode (torch.is_grad_enabled())": torch.is_grad_enabled,
+        "inference mode (torch.is_inference_mode_enabled())": torch.is_inference_mode_enabled,
+        "forward AD (torch._C._is_fwd_grad_enabled())": lambda: torch._C._is_fwd_grad_enabled(),
+        "dispatch TLS included keys": lambda: str(torch._C._dispatch_tls_local_include_set()),
+        "dispatch TLS excluded keys": lambda: str(torch._C._dispatch_tls_local_exclude_set()),
+        "functorch interpreter stack": functorch_stack,
+        "torch dispatch mode stack": dispatch_modes,
+        "torch function mode stack": function_modes,
+        "functionalization reapply_views": lambda: torch._C._functionalization_reapply_views_tls(),
+        "default dtype": torch.get_default_dtype,
+        "default device": lambda: torch.get_default_device(),
+        "fake_tensor_propagate_real_tensors": propagate_real,
+        "meta_utils disable_inference_mode": meta_utils_tls,
+    }
+
+
+def read_state() -> dict[str, Any]:
+    out = {}
+    for key, query in _state_queries().items():
+        value = safe(query, _MISSING)
+        if value is not _MISSING:
+            out[key] = value
+    return out
+
+
+def capture(names: tuple[str, ...], tensors: tuple[Any, ...]) -> Snapshot:
+    """Snapshot of the real tensors (and what they reach) and global state."""
+    return Snapshot([(p, t, read_tensor(t)) for p, t in walk_real(names, tensors)], read_state())
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:
+        return False
+
+
+def compare(before: Snapshot, after: Snapshot) -> list[Mismatch]:
+    found: list[Mismatch] = []
+    after_by_id = {id(t): reading for _, t, reading in after.tensors}
+    for path, t, reading in before.tensors:
+        now = after_by_id.get(id(t))
+        if now is None:
+            found.append(Mismatch("purity", path, "reachable from the tensors", True, False,
+                                  "converting detached it from the family"))
+            continue
+        for key, value in reading.items():
+            if key in now and not _equal(value, now[key]):
+                found.append(Mismatch("purity", path, key, value, now[key],
+                                      "the real tensor before vs after conversion"))
+    for key, value in before.state.items():
+        if key in after.state and not _equal(value, after.state[key]):
+            found.append(Mismatch("purity", "torch", key, value, after.state[key],
+                                  "global state before vs after conversion"))
+    return found
+
+
+@check("purity", "conversion leaves the real tensors and torch's global state unchanged")
+def purity_check(conv: Conversion) -> list[Mismatch]:
+    if conv.inner or conv.before is None:
+        return []
+    after = conv.after if conv.after is not None else capture(conv.names, conv.real)
+    return compare(conv.before, after)

@@ -1,0 +1,63 @@
+"""`storage`: storage sizes.
+
+For every involved tensor with a storage (bases, grads and subclass inner
+tensors included), ``untyped_storage().nbytes()`` of the converted tensor
+equals the real one where sizes are static.  Where the converted storage size
+is symbolic, only its hint is read, and only one thing is required: a
+zero-byte storage (``untyped_storage().resize_(0)``) stays zero bytes.
+
+For converters whose fakes carry their real tensors, the carried tensor's
+storage has the original's size too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import Conversion, Mismatch, check
+from ._util import UNKNOWN, carried_real, hint, is_symbolic, related, safe
+
+
+def _nbytes(t: Any) -> Any:
+    """The storage's size in bytes (int or SymInt), or None without one."""
+    import torch
+
+    try:
+        if t.layout != torch.strided:
+            return None
+        return t.untyped_storage().nbytes()
+    except Exception:
+        return None
+
+
+def compare_nbytes(path: str, real_n: Any, fake_n: Any, detail: str = "") -> list[Mismatch]:
+    if real_n is None or fake_n is None:
+        return []
+    if is_symbolic(fake_n):
+        h = hint(fake_n)
+        if real_n == 0 and h is not UNKNOWN and h != 0:
+            return [Mismatch("storage", path, "untyped_storage().nbytes() == 0", True, False,
+                             (detail + "; " if detail else "") + f"symbolic size {fake_n} with hint {h}")]
+        return []
+    if real_n != fake_n:
+        return [Mismatch("storage", path, "untyped_storage().nbytes()", real_n, fake_n, detail)]
+    return []
+
+
+@check("storage", "untyped_storage().nbytes() equal (static sizes); zero-byte storages stay zero")
+def storage_check(conv: Conversion) -> list[Mismatch]:
+    import torch
+
+    found: list[Mismatch] = []
+    carries_real = bool(getattr(conv.converter, "carries_real", False))
+    for path, real, fake in related(conv, inner=False):
+        real_n = _nbytes(real)
+        found += compare_nbytes(path, real_n, _nbytes(fake))
+        # (A C++ functional fake carries on its inner tensor, whose storage
+        # is not the functional storage compared above.)
+        functional = safe(lambda: torch._is_functional_tensor(fake), False)
+        carried = carried_real(fake) if carries_real and not functional else None
+        if carried is not None:
+            found += compare_nbytes(f"{path}.real_tensor", real_n, _nbytes(carried),
+                                    "the real tensor the fake carries")
+    return found

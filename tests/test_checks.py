@@ -1,0 +1,565 @@
+"""Each check fails on a hand-made faulty conversion -- reported by that check,
+with the attribute that broke -- and passes on a correct one."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Callable, Iterator
+
+import pytest
+import torch
+
+from pytest_metafidelity.checks import Conversion, Mismatch, all_checks
+from pytest_metafidelity.converters import CONVERTERS, ConverterSpec, make_converter
+from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED, check_faithful
+
+CHECK_NAMES = ["metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse",
+               "wrappers", "purity"]
+
+
+def test_every_check_is_registered_with_a_stable_name_and_summary() -> None:
+    registry = all_checks()
+    assert list(registry) == CHECK_NAMES
+    for name, spec in registry.items():
+        assert spec.summary, name
+        module = __import__(spec.fn.__module__, fromlist=["_"])
+        assert module.__doc__ and f"`{name}`" in module.__doc__, name
+
+
+@contextlib.contextmanager
+def faulty(base: str, fix: Callable[[Any, Any, Any], Any], **attrs: Any) -> Iterator[str]:
+    """Register, for the test's duration, converter "faulty": ``base`` with
+    ``fix(converter, real, converted)`` applied to each result."""
+    base_cls = CONVERTERS[base].factory
+
+    class Faulty(base_cls):  # type: ignore[misc, valid-type]
+        name = "faulty"
+
+        def _convert(self, t: Any) -> Any:
+            return fix(self, t, super()._convert(t))
+
+    for key, value in attrs.items():
+        setattr(Faulty, key, value)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "faulty", ConverterSpec("faulty", "faulty on purpose", Faulty))
+        yield "faulty"
+
+
+def run(check: str, *tensors: Any, converter: str = "faulty", **kwargs: Any) -> Any:
+    return check_faithful(*tensors, converters=[converter], checks=[check], **kwargs).outcomes[0]
+
+
+def assert_reports(outcome: Any, check: str, attribute: str, path: str | None = None) -> Mismatch:
+    assert outcome.status == FAILED, outcome.describe()
+    hits = [m for m in outcome.mismatches if m.check == check and m.attribute == attribute
+            and (path is None or m.path == path)]
+    assert hits, outcome.describe()
+    assert f"[{check}]" in hits[0].describe() and attribute in hits[0].describe()
+    return hits[0]
+
+
+def assert_passes(check: str, *tensors: Any, converter: str = "fake", **kwargs: Any) -> None:
+    outcome = run(check, *tensors, converter=converter, **kwargs)
+    assert outcome.status == PASSED, outcome.describe()
+
+
+# -- metadata ---------------------------------------------------------------------------
+
+
+def test_metadata_reports_wrong_strides() -> None:
+    t = torch.randn(3, 4)
+
+    def transposed_strides(conv: Any, real: Any, fake: Any) -> Any:
+        return torch.empty_strided(real.shape, (1, real.shape[0]), dtype=real.dtype, device="meta")
+
+    with faulty("meta", transposed_strides):
+        m = assert_reports(run("metadata", t), "metadata", "m1.stride, m2.stride()", "t0")
+    assert (m.real, m.fake) == ((4, 1), (1, 3))
+    assert_passes("metadata", t, converter="meta")
+
+
+def test_metadata_names_the_tensor_a_difference_is_on() -> None:
+    base = torch.randn(4, 4, requires_grad=True)
+    view = base[1:]
+
+    def base_forgets_grad(conv: Any, real: Any, fake: Any) -> Any:
+        if real is view:
+            fake._base.requires_grad_(False)
+        return fake
+
+    with faulty("meta", base_forgets_grad):
+        outcome = run("metadata", view)
+    assert_reports(outcome, "metadata", "m1.requires_grad, m2.requires_grad", "t0._base")
+
+
+def test_metadata_skips_symbolic_sizes_where_oracle_reads_hints() -> None:
+    t = torch.randn(3, 4)
+
+    with faulty("fake-dynamic", lambda c, r, f: _restrided(f)):
+        assert run("metadata", t).status == PASSED  # skip_symbolic: strides not compared
+        m = assert_reports(run("oracle", t), "oracle", "stride()", "t0")
+    assert m.real == (4, 1) and m.fake == (1, 3)
+    assert_passes("oracle", t, converter="fake-dynamic")
+
+
+def _restrided(fake: Any) -> Any:
+    """A fresh fake leaf with fake's (symbolic) sizes and transposed strides."""
+    with fake.fake_mode:
+        return torch.empty_strided(fake.shape, (1, fake.shape[0]), dtype=fake.dtype)
+
+
+# -- oracle -----------------------------------------------------------------------------
+
+
+def test_oracle_reports_the_wrong_device() -> None:
+    t = torch.randn(2, 3)
+
+    def meta_instead_of_fake(conv: Any, real: Any, fake: Any) -> Any:
+        return make_converter("meta").convert(real)
+
+    with faulty("fake", meta_instead_of_fake):
+        assert run("metadata", t).status == PASSED  # torch's function ignores devices
+        m = assert_reports(run("oracle", t), "oracle", "device", "t0")
+    assert (m.real, m.fake) == (torch.device("cpu"), torch.device("meta"))
+    assert_passes("oracle", t)
+    assert_passes("oracle", t, converter="meta")  # meta's fake device is meta
+
+
+def test_oracle_reports_lost_parameter_ness_and_grad() -> None:
+    p = torch.nn.Parameter(torch.randn(3))
+    p.grad = torch.randn(3)
+
+    def plain(conv: Any, real: Any, fake: Any) -> Any:
+        fake._is_param = False
+        fake.grad = None
+        return fake
+
+    with faulty("fake", plain):
+        outcome = run("oracle", p)
+    assert_reports(outcome, "oracle", "isinstance(nn.Parameter)", "t0")
+    assert_reports(outcome, "oracle", "grad is not None", "t0")
+    assert_passes("oracle", p)
+
+
+def test_oracle_reads_the_grad_recursively() -> None:
+    x = torch.randn(3, requires_grad=True)
+    x.grad = torch.randn(6)[::2]
+
+    def contiguous_grad(conv: Any, real: Any, fake: Any) -> Any:
+        with fake.fake_mode:
+            fake.grad = torch.empty(3)
+        return fake
+
+    with faulty("fake", contiguous_grad):
+        assert_reports(run("oracle", x), "oracle", "stride()", "t0.grad")
+    assert_passes("oracle", x)
+
+
+def test_oracle_compares_carried_real_tensors() -> None:
+    t = torch.arange(6.0).reshape(2, 3)
+
+    def other_values(conv: Any, real: Any, fake: Any) -> Any:
+        fake.real_tensor = fake.real_tensor + 1
+        return fake
+
+    with faulty("fake-real", other_values):
+        m = assert_reports(run("oracle", t), "oracle", "values", "t0.real_tensor")
+    assert "carries" in m.detail
+    assert_passes("oracle", t, converter="fake-real")
+
+
+# -- aliasing ---------------------------------------------------------------------------
+
+
+def test_aliasing_reports_a_family_split_across_modes() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    base = torch.randn(4, 4)
+    view = base[1:]
+
+    def fresh_mode_each_time(conv: Any, real: Any, fake: Any) -> Any:
+        return FakeTensorMode().from_tensor(real)
+
+    with faulty("fake", fresh_mode_each_time):
+        outcome = run("aliasing", view, base)
+    assert_reports(outcome, "aliasing", "storage identity")
+    assert_reports(outcome, "aliasing", "object identity")
+    assert_passes("aliasing", view, base)
+
+
+def test_aliasing_reports_a_lost_base() -> None:
+    base = torch.randn(4, 4)
+    view = base[1:]
+
+    def not_a_view(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.detach().clone() if real is view else fake
+
+    with faulty("fake", not_a_view):
+        assert_reports(run("aliasing", view), "aliasing", "_is_view()", "t0")
+    assert_passes("aliasing", view)
+
+
+def test_aliasing_compares_version_counter_sharing() -> None:
+    from pytest_metafidelity.checks.aliasing import version_partition
+
+    x = torch.randn(3)
+    d = x.detach()
+    s = torch.empty(0).set_(x.untyped_storage(), 0, (3,), (1,))
+    v = x[1:]
+    labels = version_partition([x, d, s, v])
+    assert labels[0] == labels[1] == labels[3] and labels[2] != labels[0]
+    assert x._version == 0  # the probe restores the counters
+    # Stock converters do not share a counter between x and x.detach():
+    # a registered known difference, a failure in strict mode.
+    assert run("aliasing", x, d, converter="fake").status == KNOWN
+    m = assert_reports(run("aliasing", x, d, converter="fake", strict=True), "aliasing",
+                       "version counter sharing")
+    assert "bumps" in m.detail
+
+
+def test_aliasing_compares_carried_real_tensors() -> None:
+    base = torch.randn(4)
+    view = base[1:]
+
+    def carried_copy(conv: Any, real: Any, fake: Any) -> Any:
+        if real is view:
+            fake.real_tensor = fake.real_tensor.clone()
+        return fake
+
+    with faulty("fake-real", carried_copy):
+        assert_reports(run("aliasing", view, base), "aliasing",
+                       "carried real_tensor storage identity")
+    assert_passes("aliasing", view, base, converter="fake-real")
+
+
+# -- storage ----------------------------------------------------------------------------
+
+
+def test_storage_reports_a_wrong_storage_size() -> None:
+    t = torch.randn(3, 4)
+
+    def big_storage(conv: Any, real: Any, fake: Any) -> Any:
+        storage = torch.empty(100, dtype=torch.uint8, device="meta").untyped_storage()
+        return torch.empty(0, dtype=real.dtype, device="meta").set_(storage, 0, real.shape, real.stride())
+
+    with faulty("meta", big_storage):
+        m = assert_reports(run("storage", t), "storage", "untyped_storage().nbytes()", "t0")
+    assert (m.real, m.fake) == (48, 100)
+    assert_passes("storage", t, converter="meta")
+
+
+def test_storage_zero_bytes_stay_zero_bytes() -> None:
+    t = torch.randn(3, 4)
+    t.untyped_storage().resize_(0)
+
+    def regrow(conv: Any, real: Any, fake: Any) -> Any:
+        fake.untyped_storage().resize_(48)
+        return fake
+
+    with faulty("meta", regrow):
+        m = assert_reports(run("storage", t), "storage", "untyped_storage().nbytes()", "t0")
+    assert (m.real, m.fake) == (0, 48)
+    assert_passes("storage", t, converter="meta")
+    assert_passes("storage", t, converter="fake-dynamic")
+
+
+def test_storage_compares_symbolic_sizes_only_for_zero_bytes() -> None:
+    from pytest_metafidelity.checks.storage import compare_nbytes
+
+    fake = make_converter("fake-dynamic").convert(torch.randn(3, 4))
+    nbytes = fake.untyped_storage().nbytes()
+    assert isinstance(nbytes, torch.SymInt)
+    assert compare_nbytes("t0", 40, nbytes) == []  # symbolic: not compared
+    [m] = compare_nbytes("t0", 0, nbytes)
+    assert m.attribute == "untyped_storage().nbytes() == 0" and "hint 48" in m.detail
+
+
+# -- memo -------------------------------------------------------------------------------
+
+
+def test_memo_reports_a_converter_without_memo() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    t = torch.randn(3)
+
+    def no_memo(conv: Any, real: Any, fake: Any) -> Any:
+        return FakeTensorMode().from_tensor(real)
+
+    with faulty("fake", no_memo):
+        assert_reports(run("memo", t), "memo", "convert() again is the same object", "t0")
+    assert_passes("memo", t)
+
+
+def test_memo_reports_converted_tensors_kept_alive() -> None:
+    t = torch.randn(3)
+
+    def leak(conv: Any, real: Any, fake: Any) -> Any:
+        conv.__dict__.setdefault("kept", []).append(fake)
+        return fake
+
+    with faulty("fake", leak):
+        m = assert_reports(run("memo", t), "memo", "released when no longer referenced", "t0")
+    assert "still alive" in m.detail
+    assert_passes("memo", t)
+
+
+def test_memo_covers_bases() -> None:
+    base = torch.randn(4)
+    view = base[1:]
+    assert_passes("memo", view, converter="refake")
+    assert_passes("memo", view, converter="functional")
+
+
+# -- autograd ---------------------------------------------------------------------------
+
+
+def _no_grad_view() -> Any:
+    x = torch.randn(4, requires_grad=True)
+    with torch.no_grad():
+        return x[1:]
+
+
+def test_autograd_reports_creation_meta() -> None:
+    view = _no_grad_view()
+    assert str(torch._C._autograd._get_creation_meta(view)) == "CreationMeta.NO_GRAD_MODE"
+
+    def default_creation_meta(conv: Any, real: Any, fake: Any) -> Any:
+        torch._C._autograd._set_creation_meta(fake, torch._C._autograd.CreationMeta.DEFAULT)
+        return fake
+
+    with faulty("fake", default_creation_meta):
+        m = assert_reports(run("autograd", view), "autograd", "creation_meta", "t0")
+    assert (m.real, m.fake) == ("CreationMeta.NO_GRAD_MODE", "CreationMeta.DEFAULT")
+    assert_passes("autograd", view)
+    # On both sides an in-place op on the view raises.
+    fake = make_converter("fake").convert(view)
+    for t in (view, fake):
+        with pytest.raises(RuntimeError, match="no_grad"):
+            t.mul_(2)
+
+
+def test_autograd_reports_a_non_leaf_turned_leaf() -> None:
+    y = torch.randn(3, requires_grad=True) * 2
+
+    def leaf(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.detach().requires_grad_()
+
+    with faulty("fake", leaf):
+        assert_reports(run("autograd", y), "autograd", "non-leaf stays non-leaf", "t0")
+    assert_passes("autograd", y)
+
+
+def test_autograd_requires_the_designed_backward_error() -> None:
+    y = torch.randn(3, requires_grad=True) * 2
+
+    def real_history(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.detach().requires_grad_() * 1
+
+    with faulty("fake", real_history):
+        m = assert_reports(run("autograd", y), "autograd",
+                           "backward() through a converted non-leaf", "t0")
+    assert m.fake == "succeeded"
+    for converter in ("meta", "fake", "fake-dynamic", "refake"):
+        assert_passes("autograd", y, converter=converter)
+
+
+def test_autograd_reports_grad_dtype_and_retains_grad() -> None:
+    x = torch.randn(3, requires_grad=True)
+    x.grad_dtype = torch.float64
+
+    def default_grad_dtype(conv: Any, real: Any, fake: Any) -> Any:
+        fake.grad_dtype = None
+        return fake
+
+    with faulty("fake", default_grad_dtype):
+        m = assert_reports(run("autograd", x), "autograd", "grad_dtype", "t0")
+    assert m.real == torch.float64 and m.fake != torch.float64
+    assert_passes("autograd", x)
+    # The meta converter does not carry grad_dtype, by design.
+    assert run("autograd", x, converter="meta").status == KNOWN
+    y = torch.randn(3, requires_grad=True) * 2
+    y.retain_grad()
+    assert run("autograd", y, converter="fake").status == KNOWN
+    assert_reports(run("autograd", y, converter="fake", strict=True), "autograd", "retains_grad")
+
+
+# -- sparse -----------------------------------------------------------------------------
+
+
+def test_sparse_reports_coalesced_ness() -> None:
+    s = torch.eye(3).to_sparse()
+    assert s.is_coalesced()
+
+    def uncoalesced(conv: Any, real: Any, fake: Any) -> Any:
+        fake._coalesced_(False)
+        return fake
+
+    with faulty("fake", uncoalesced):
+        assert_reports(run("sparse", s), "sparse", "is_coalesced()", "t0")
+    empty = torch.sparse_coo_tensor(torch.zeros(2, 0, dtype=torch.long), torch.zeros(0), (3, 3))
+    assert_passes("sparse", empty)
+
+
+def test_sparse_nnz_is_a_known_difference() -> None:
+    s = torch.eye(3).to_sparse()
+    outcome = run("sparse", s, converter="fake")
+    assert outcome.status == KNOWN and "sparse-nnz" in outcome.reason
+    m = assert_reports(run("sparse", s, converter="fake", strict=True), "sparse", "_nnz()")
+    assert (m.real, m.fake) == (3, 0)
+
+
+def test_sparse_reads_compressed_layouts() -> None:
+    from pytest_metafidelity.checks.sparse import read_sparse
+
+    bsr = torch.randn(4, 6).to_sparse_bsr((2, 3))
+    reading = read_sparse(bsr)
+    assert reading["blocksize"] == (2, 3) and reading["batch dims"] == 0
+    assert reading["index dtype"] == torch.int64
+    fake = make_converter("fake").convert(bsr)
+    fake_reading = read_sparse(fake)
+    assert {k: v for k, v in fake_reading.items() if k != "_nnz()"} == \
+        {k: v for k, v in reading.items() if k != "_nnz()"}
+
+
+# -- wrappers ---------------------------------------------------------------------------
+
+
+def _two_tensor() -> Any:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    return TwoTensor(torch.randn(3, 4), torch.randn(3, 4))
+
+
+def test_wrappers_reports_a_lost_subclass() -> None:
+    t = _two_tensor()
+
+    def unwrap(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.a
+
+    with faulty("fake", unwrap):
+        assert_reports(run("wrappers", t), "wrappers", "traceable wrapper subclass", "t0")
+    assert_passes("wrappers", t)
+    assert_passes("wrappers", t, converter="fake-dynamic")
+    assert_passes("wrappers", t, converter="refake-fresh")
+
+
+def test_wrappers_checks_inner_tensors_recursively() -> None:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    t = _two_tensor()
+
+    def odd_inner(conv: Any, real: Any, fake: Any) -> Any:
+        storage = torch.empty(100, device="meta").untyped_storage()
+        b = torch.empty(0, device="meta").set_(storage, 0, fake.b.shape, fake.b.stride())
+        torch._C._set_neg(b, True)
+        return TwoTensor(fake.a, b)
+
+    with faulty("meta", odd_inner):
+        outcome = run("wrappers", t)
+    assert_reports(outcome, "metadata", "m1.is_neg, m2.is_neg()", "t0.b")
+    assert_reports(outcome, "oracle", "is_neg()", "t0.b")
+    assert_reports(outcome, "storage", "untyped_storage().nbytes()", "t0.b")
+    assert not [m for m in outcome.mismatches if m.path == "t0.a"]
+    assert_passes("wrappers", t, converter="meta")
+
+
+def test_wrappers_reports_functional_ness() -> None:
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+
+    x = torch.randn(3)
+
+    def functionalize(conv: Any, real: Any, fake: Any) -> Any:
+        with FunctionalTensorMode():
+            return FunctionalTensor.to_functional(fake)
+
+    with faulty("fake", functionalize):
+        assert_reports(run("wrappers", x), "wrappers", "isinstance(FunctionalTensor)", "t0")
+    assert_passes("wrappers", x)
+
+
+def test_wrappers_reads_functorch_levels() -> None:
+    from pytest_metafidelity.checks.wrappers import read_wrapping
+
+    seen: list[dict] = []
+
+    def f(x: Any) -> Any:
+        seen.append(read_wrapping(x))
+        return x
+
+    torch.func.vmap(f, in_dims=1)(torch.randn(3, 4))
+    reading = seen[0]
+    assert reading["is_batchedtensor"] and reading["batch dim"] == 1
+    assert reading["functorch level"] >= 1
+
+
+# -- purity -----------------------------------------------------------------------------
+
+
+def test_purity_reports_a_mutated_real_tensor() -> None:
+    t = torch.randn(3)
+
+    def bump(conv: Any, real: Any, fake: Any) -> Any:
+        with torch.no_grad():
+            real.add_(0)
+        return fake
+
+    with faulty("fake", bump):
+        m = assert_reports(run("purity", t), "purity", "_version", "t0")
+    assert (m.real, m.fake) == (0, 1)
+    assert_passes("purity", t)
+
+
+def test_purity_reports_changed_requires_grad_and_grad() -> None:
+    t = torch.randn(3, requires_grad=True)
+    t.grad = torch.ones(3)
+
+    def meddle(conv: Any, real: Any, fake: Any) -> Any:
+        real.grad = None
+        real.requires_grad_(False)
+        return fake
+
+    with faulty("fake", meddle):
+        outcome = run("purity", t)
+    assert_reports(outcome, "purity", "requires_grad", "t0")
+    assert_reports(outcome, "purity", "grad", "t0")
+    assert_passes("purity", torch.randn(3, requires_grad=True))
+
+
+def test_purity_reports_leaked_global_state() -> None:
+    t = torch.randn(3)
+
+    def leave_no_grad(conv: Any, real: Any, fake: Any) -> Any:
+        torch.set_grad_enabled(False)
+        torch.set_default_dtype(torch.float64)
+        return fake
+
+    try:
+        with faulty("fake", leave_no_grad):
+            outcome = run("purity", t)
+    finally:
+        torch.set_grad_enabled(True)
+        torch.set_default_dtype(torch.float32)
+    assert_reports(outcome, "purity", "grad mode (torch.is_grad_enabled())", "torch")
+    assert_reports(outcome, "purity", "default dtype", "torch")
+    for converter in CONVERTERS:
+        assert_passes("purity", t, converter=converter)
+
+
+def test_purity_without_a_before_snapshot_reports_nothing() -> None:
+    from pytest_metafidelity.checks.purity import purity_check
+
+    t = torch.randn(2)
+    conv = Conversion(("t0",), (t,), (make_converter("fake").convert(t),), None)
+    assert purity_check(conv) == []
+
+
+# -- every check, every converter: a plain family passes ---------------------------------
+
+
+@pytest.mark.parametrize("check", CHECK_NAMES)
+def test_each_check_passes_on_correct_conversions(check: str) -> None:
+    base = torch.randn(4, 4)
+    view = base[1:].t()
+    for converter in CONVERTERS:
+        outcome = run(check, view, base, converter=converter)
+        assert outcome.status == PASSED, outcome.describe()

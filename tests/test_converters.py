@@ -1,0 +1,381 @@
+"""Converters, outcomes and the known-difference registry."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import warnings
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_metafidelity.converters import (
+    CONVERTERS,
+    Converter,
+    ConverterSpec,
+    Unsupported,
+    available_converters,
+    make_converter,
+)
+from pytest_metafidelity.faithful import (
+    FAILED,
+    KNOWN,
+    PASSED,
+    UNSUPPORTED,
+    XPASS,
+    FidelityError,
+    assert_faithful,
+    check_faithful,
+)
+from pytest_metafidelity import known_differences as kd
+from pytest_metafidelity.strategies import recipes
+
+ALL = list(CONVERTERS)
+EXPECTED_NAMES = ["meta", "fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
+                  "refake-fresh", "functional"]
+
+
+def test_every_converter_is_named_documented_and_available() -> None:
+    assert ALL == EXPECTED_NAMES
+    for name, spec in CONVERTERS.items():
+        assert spec.summary, name
+        assert spec.unavailable() is None, name
+    assert available_converters() == ALL
+
+
+def test_unknown_converter_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown converter 'nope'; allowed: meta, fake"):
+        check_faithful(torch.ones(2), converters=["nope"])
+
+
+def _statuses(*tensors: torch.Tensor, **kwargs) -> dict[str, str]:
+    result = check_faithful(*tensors, **kwargs)
+    return {o.converter: o.status for o in result.outcomes}
+
+
+@pytest.mark.parametrize("converter", ALL)
+def test_converts_a_plain_tensor(converter: str) -> None:
+    c = make_converter(converter)
+    t = torch.randn(3, 4)
+    f = c.convert(t)
+    assert f.shape == t.shape and f.dtype == t.dtype
+    assert f.device == (torch.device("meta") if converter == "meta" else t.device)
+    c.close()
+    assert _statuses(t, converters=[converter]) == {converter: PASSED}
+
+
+@pytest.mark.parametrize("converter", ALL)
+def test_converts_a_view_family_sharing_base_and_storage(converter: str) -> None:
+    base = torch.randn(4, 6)
+    view = base[1:].t()
+    c = make_converter(converter)
+    fv, fb = c.convert(view), c.convert(base)
+    assert fv._is_view() and fv._base is fb
+    assert fv.untyped_storage()._cdata == fb.untyped_storage()._cdata
+    assert c.convert(base) is fb
+    c.close()
+    assert _statuses(view, base, converters=[converter], order=[0, 1]) == {converter: PASSED}
+
+
+@pytest.mark.parametrize("converter", ALL)
+def test_converts_a_set_alias(converter: str) -> None:
+    x = torch.randn(8)
+    alias = torch.empty(0).set_(x.untyped_storage(), 2, (3,), (2,))
+    c = make_converter(converter)
+    fx, fa = c.convert(x), c.convert(alias)
+    assert (fa.shape, fa.stride(), fa.storage_offset()) == ((3,), (2,), 2)
+    c.close()
+    result = check_faithful(x, alias, converters=[converter])
+    outcome = result.outcomes[0]
+    if converter == "functional":
+        # FunctionalTensor.to_functional gives each wrapper its own storage.
+        assert outcome.status == KNOWN, outcome.describe()
+        assert "functional-separate-storages" in outcome.reason
+    else:
+        assert outcome.status == PASSED, outcome.describe()
+        assert fx.untyped_storage()._cdata == fa.untyped_storage()._cdata
+
+
+def test_one_converter_instance_per_family_and_order_is_respected() -> None:
+    seen: list[int] = []
+
+    class Recording(Converter):
+        name = "recording"
+
+        def __init__(self) -> None:
+            self.impl = make_converter("fake")
+
+        def _convert(self, t: torch.Tensor) -> torch.Tensor:
+            seen.append(id(self))
+            seen.append(id(t))
+            return self.impl.convert(t)
+
+    a, b, c = torch.ones(1), torch.ones(2), torch.ones(3)
+    spec = ConverterSpec("recording", "records", Recording)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "recording", spec)
+        check_faithful(a, b, c, converters=["recording"], checks=["metadata"], order=[2, 0, 1])
+    assert seen[1::2] == [id(c), id(a), id(b)]
+    assert len(set(seen[0::2])) == 1
+
+
+# -- unsupported and crashes ---------------------------------------------------------
+
+
+def test_meta_converter_not_implemented_is_unsupported() -> None:
+    q = torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8)
+    result = check_faithful(q, converters=["meta", "fake"])
+    meta, fake = result.outcomes
+    assert meta.status == UNSUPPORTED and "NotImplemented" in meta.reason
+    assert fake.status == UNSUPPORTED and "UnsupportedFakeTensorException" in fake.reason
+    assert result.ok
+
+
+def test_dynamo_unimplemented_is_unsupported() -> None:
+    from torch._dynamo.exc import unimplemented
+
+    class Refusing(Converter):
+        name = "refusing"
+
+        def _convert(self, t: torch.Tensor) -> torch.Tensor:
+            unimplemented(gb_type="test refusal", context="", explanation="refused", hints=[])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "refusing", ConverterSpec("refusing", "", Refusing))
+        outcome = check_faithful(torch.ones(2), converters=["refusing"]).outcomes[0]
+    assert outcome.status == UNSUPPORTED, outcome.describe()
+    assert outcome.reason.startswith("dynamo unimplemented")
+
+
+def test_strided_nested_tensor_crash_is_a_known_failure() -> None:
+    # MetaConverter means to refuse it (Dynamo unimplemented) but crashes first.
+    nested = torch.nested.nested_tensor([torch.randn(2), torch.randn(3)])
+    outcome = check_faithful(nested, converters=["fake"]).outcomes[0]
+    assert outcome.status == KNOWN, outcome.describe()
+    assert "strided-nested-describe-crash" in outcome.reason
+    strict = check_faithful(nested, converters=["fake"], strict=True).outcomes[0]
+    assert strict.status == FAILED
+    assert "doesn't support sizes" in strict.mismatches[0].fake
+
+
+def test_unavailable_converter_is_unsupported() -> None:
+    spec = ConverterSpec("missing", "needs a newer torch", Converter, lambda: "too old")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "missing", spec)
+        outcome = check_faithful(torch.ones(2), converters=["missing"]).outcomes[0]
+    assert outcome.status == UNSUPPORTED and "too old" in outcome.reason
+
+
+def test_any_other_exception_is_a_failure() -> None:
+    class Crashing(Converter):
+        name = "crashing"
+
+        def _convert(self, t: torch.Tensor) -> torch.Tensor:
+            raise KeyError("boom")
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "crashing", ConverterSpec("crashing", "", Crashing))
+        result = check_faithful(torch.ones(2), converters=["crashing"])
+    outcome = result.outcomes[0]
+    assert outcome.status == FAILED
+    assert outcome.mismatches[0].check == "conversion"
+    assert "KeyError: 'boom'" in outcome.mismatches[0].fake
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(CONVERTERS, "crashing", ConverterSpec("crashing", "", Crashing))
+        with pytest.raises(FidelityError, match="KeyError"):
+            assert_faithful(torch.ones(2), converters="crashing")
+
+
+def test_unsupported_converter_refusal_raises_unsupported() -> None:
+    c = make_converter("meta")
+    with pytest.raises(Unsupported):
+        c.convert(torch.quantize_per_tensor(torch.randn(3), 0.1, 0, torch.qint8))
+
+
+# -- fake-real -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+def test_fake_real_carries_equal_real_tensors(converter: str) -> None:
+    base = torch.randn(4, 5)
+    view = base[1:, ::2]
+    other = torch.arange(6.0)
+    c = make_converter(converter)
+    fv, fb, fo = c.convert(view), c.convert(base), c.convert(other)
+    for real, fake in ((view, fv), (base, fb), (other, fo)):
+        carried = fake.real_tensor
+        assert carried is not real
+        assert carried.shape == real.shape and carried.stride() == real.stride()
+        assert carried.storage_offset() == real.storage_offset()
+        assert torch.equal(carried, real)
+    # The carried tensors alias as the originals do.
+    assert fv.real_tensor.untyped_storage()._cdata == fb.real_tensor.untyped_storage()._cdata
+    assert fo.real_tensor.untyped_storage()._cdata != fb.real_tensor.untyped_storage()._cdata
+    c.close()
+    assert _statuses(view, base, other, converters=[converter]) == {converter: PASSED}
+
+
+def test_fake_real_restores_the_global_flag() -> None:
+    import torch._functorch.config as cfg
+
+    before = cfg.fake_tensor_propagate_real_tensors
+    make_converter("fake-real")
+    assert cfg.fake_tensor_propagate_real_tensors == before
+
+
+def test_fake_real_refuses_to_segfault() -> None:
+    t = torch.randn(3)
+    t.untyped_storage().resize_(0)
+    outcome = check_faithful(t, converters=["fake-real"], strict=True).outcomes[0]
+    assert outcome.status == FAILED
+    assert "ConversionCrash" in outcome.mismatches[0].fake
+    outcome = check_faithful(t, converters=["fake-real"]).outcomes[0]
+    assert outcome.status == KNOWN and "real-zero-byte-storage-segfault" in outcome.reason
+
+
+def test_refake_shares_or_renews_the_shape_env() -> None:
+    t = torch.randn(3, 4)
+    same, fresh = make_converter("refake"), make_converter("refake-fresh")
+    a, b = same.convert(t), fresh.convert(t)
+    assert a.fake_mode is not same.first.mode and a.fake_mode.shape_env is same.first.mode.shape_env
+    assert b.fake_mode.shape_env is not fresh.first.mode.shape_env
+    assert isinstance(a.shape[0], torch.SymInt) and isinstance(b.shape[0], torch.SymInt)
+
+
+def test_functional_round_trip_is_not_applicable_to_wrapped_tensors() -> None:
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    two = TwoTensor(torch.randn(2), torch.randn(2))
+    functional = torch._to_functional_tensor(torch.randn(2))
+    for t, why in ((two, "tensor subclasses"), (functional, "already functional")):
+        outcome = check_faithful(t, converters=["functional"]).outcomes[0]
+        assert outcome.status == UNSUPPORTED and why in outcome.reason, outcome.describe()
+
+
+def test_functional_round_trip_gives_plain_fakes_of_a_fresh_mode() -> None:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    c = make_converter("functional")
+    base = torch.randn(4, 4)
+    f = c.convert(base[1:])
+    assert type(f) is FakeTensor and f.fake_mode is c.mode and f.fake_mode is not c.first
+    assert f._is_view() and f._base is c.convert(base)
+
+
+# -- known differences ---------------------------------------------------------------
+
+
+def _oversized() -> torch.Tensor:
+    t = torch.randn(10)
+    t.resize_(3)
+    return t
+
+
+def test_known_difference_turns_outcome_known_with_entry_ids() -> None:
+    outcome = check_faithful(_oversized(), converters=["fake"]).outcomes[0]
+    assert outcome.status == KNOWN
+    assert outcome.reason == "known differences: storage-sized-to-tensors"
+    assert [entry for entry, _ in outcome.known] == ["storage-sized-to-tensors"]
+    assert outcome.mismatches == []
+    assert_faithful(_oversized(), converters=["fake"])
+
+
+def test_strict_mode_fails_known_differences() -> None:
+    result = check_faithful(_oversized(), converters=["fake"], strict=True)
+    outcome = result.outcomes[0]
+    assert outcome.status == FAILED and not result.ok
+    assert outcome.mismatches[0].attribute == "untyped_storage().nbytes()"
+    with pytest.raises(FidelityError, match="untyped_storage"):
+        assert_faithful(_oversized(), converters=["fake"], strict=True)
+
+
+def _entry(**overrides) -> kd.KnownDifference:
+    fields = dict(id="test-entry", check="storage", attribute=r"untyped_storage\(\)\.nbytes\(\)",
+                  applies=lambda case: case.tensor is not None, reason="a test entry",
+                  link=kd.BY_DESIGN, converters=("fake",))
+    fields.update(overrides)
+    return kd.KnownDifference(**fields)
+
+
+def test_unexpectedly_passing_entry_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [*kd.KNOWN_DIFFERENCES, _entry()])
+    plain = torch.randn(3)  # its storage is faithful: the test entry expects otherwise
+    outcome = check_faithful(plain, converters=["fake"]).outcomes[0]
+    assert outcome.status == XPASS
+    assert outcome.unexpectedly_passing == ["test-entry"]
+    assert "unexpectedly passing: test-entry" in outcome.reason
+    with pytest.warns(kd.UnexpectedlyPassing, match="test-entry"):
+        assert_faithful(plain, converters=["fake"])
+    strict = check_faithful(plain, converters=["fake"], strict=True).outcomes[0]
+    assert strict.status == FAILED
+    assert strict.mismatches[0].check == "known-differences"
+    assert strict.mismatches[0].attribute == "test-entry"
+    # Only entries whose check ran can pass unexpectedly.
+    other = check_faithful(plain, converters=["fake"], checks=["oracle"]).outcomes[0]
+    assert other.status == PASSED
+
+
+def test_entries_are_gated_by_torch_version_and_converter(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = _entry(until="2.0")
+    assert not entry.active("fake")
+    assert _entry(since="2.11").active("fake")
+    assert not _entry(since="2.11").active("meta")
+    assert kd.version_in_range("2.12.1", "2.11", "2.13")
+    assert not kd.version_in_range("2.13.0", "2.11", "2.13")
+    # An inactive entry explains nothing: the difference fails.
+    fixed = [e if e.id != "storage-sized-to-tensors" else
+             kd.KnownDifference(**{**e.__dict__, "until": "2.0"}) for e in kd.KNOWN_DIFFERENCES]
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", fixed)
+    assert check_faithful(_oversized(), converters=["fake"]).outcomes[0].status == FAILED
+
+
+def test_registry_entries_are_well_formed() -> None:
+    ids = [e.id for e in kd.KNOWN_DIFFERENCES]
+    assert len(ids) == len(set(ids))
+    from pytest_metafidelity.checks import all_checks
+
+    for e in kd.KNOWN_DIFFERENCES:
+        assert e.reason and e.reproducer, e.id
+        assert e.by_design or e.link.startswith(("https://", kd.UNFILED)), e.id
+        for name in e.checks:
+            assert name in all_checks() or name == "conversion", (e.id, name)
+        for name in e.converters or ():
+            assert name in CONVERTERS, (e.id, name)
+        assert e.describe().startswith(e.id)
+
+
+CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-grad-abort")
+
+
+@pytest.mark.parametrize(
+    "entry", [e for e in kd.KNOWN_DIFFERENCES if e.id not in CRASHING], ids=lambda e: e.id
+)
+def test_known_difference_reproducer_still_reproduces(entry: kd.KnownDifference) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(entry.reproducer, f"<{entry.id}>", "exec"), {})
+
+
+@pytest.mark.parametrize("entry_id", CRASHING)
+def test_crash_reproducer_still_crashes_the_process(entry_id: str) -> None:
+    entry = kd.by_id(entry_id)
+    proc = subprocess.run([sys.executable, "-c", entry.reproducer], capture_output=True,
+                          timeout=300)
+    assert proc.returncode < 0, proc.stderr[-2000:]  # killed by a signal
+
+
+# -- the property: stock torch is faithful except the registered differences --------
+
+
+@pytest.mark.parametrize("converter", ALL)
+@settings(max_examples=30, deadline=None)
+@given(recipe=recipes(kinds=["dense", "view"]), data=st.data())
+def test_stock_torch_is_faithful_except_known_differences(converter: str, recipe, data) -> None:
+    tensors = recipe.build()
+    order = data.draw(st.permutations(range(len(tensors))), label="order")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kd.UnexpectedlyPassing)
+        result = assert_faithful(*tensors, converters=[converter], order=order)
+    assert result.outcomes[0].status in (PASSED, KNOWN, UNSUPPORTED), result.describe()
