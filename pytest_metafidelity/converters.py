@@ -32,7 +32,26 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
+import os
 from typing import Any, Callable, Iterator
+
+
+@contextlib.contextmanager
+def _quiet_trace_log() -> Iterator[None]:
+    """Keep torch's structured-trace DEBUG records (one per symbol created)
+    out of the logs that pytest captures (pytest attaches its handler to
+    non-propagating loggers too).  With TORCH_TRACE set the user asked for
+    those traces, and they are left alone."""
+    logger = logging.getLogger("torch.__trace")
+    if os.environ.get("TORCH_TRACE") or logger.disabled:
+        yield
+        return
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = False
 
 
 class Unsupported(Exception):
@@ -75,7 +94,8 @@ class Converter:
         from torch._subclasses.fake_tensor import UnsupportedFakeTensorException
 
         try:
-            r = self._convert(t)
+            with _quiet_trace_log():
+                r = self._convert(t)
         except Unsupported:
             raise
         except UnsupportedFakeTensorException as e:

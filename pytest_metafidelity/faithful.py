@@ -159,7 +159,12 @@ def check_faithful(
     for name in converters:
         outcomes.append(_one_converter(name, names, tensors, checks, order, strict))
     failing = [o.converter for o in outcomes if o.status == FAILED] or converters
-    failing_checks = sorted({m.check for o in outcomes for m in o.mismatches}) or checks
+    # "conversion" (the converter raised) is not a check: it happens whatever
+    # the checks, so a reproducer of only that runs no check at all.
+    registry = all_checks()
+    found = {m.check for o in outcomes for m in o.mismatches}
+    failing_checks = sorted(found & set(registry)) or (
+        checks if not found else [next(iter(registry))])
     if isinstance(recipe, Exception):
         source = f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
     else:
