@@ -1,0 +1,129 @@
+"""The public strategy API: coverage of every kind, argument validation,
+recipes attached to tensors, and shrinking toward the simplest tensor."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+import torch
+from hypothesis import find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+
+from pytest_metafidelity.strategies import (
+    available_kinds,
+    meta_tensors,
+    recipe_of,
+    recipes,
+    tensor_families,
+)
+
+
+def test_a_few_hundred_default_examples_cover_every_kind() -> None:
+    seen: Counter = Counter()
+
+    # Derandomized: a fixed sample, the same on every machine.
+    @settings(max_examples=600, database=None, deadline=None, derandomize=True)
+    @given(recipes(family=None))
+    def draw(recipe):
+        seen[recipe.kinds[0]] += 1
+
+    draw()
+    missing = set(available_kinds()) - set(seen)
+    assert not missing, f"never generated: {sorted(missing)}; seen {dict(seen)}"
+
+
+def test_meta_tensors_leaves_out_context_and_family_kinds() -> None:
+    kinds: Counter = Counter()
+
+    @settings(max_examples=200, database=None, deadline=None)
+    @given(meta_tensors())
+    def draw(t):
+        kinds[recipe_of(t).kinds[0]] += 1
+
+    draw()
+    usable = available_kinds()
+    assert all(not usable[k].needs_context and not usable[k].family for k in kinds)
+    assert len(kinds) >= 10
+
+
+@given(meta_tensors(kinds=["view", "sparse_csr"]))
+def test_meta_tensors_carry_their_recipe(t: torch.Tensor) -> None:
+    recipe = recipe_of(t)
+    assert recipe is not None and recipe.kinds[0] in ("view", "sparse_csr")
+    namespace: dict = {}
+    exec(recipe.to_python(), namespace)
+    rebuilt = namespace[recipe.outputs[0]]
+    assert (rebuilt.shape, rebuilt.dtype, rebuilt.layout) == (t.shape, t.dtype, t.layout)
+    if t.layout == torch.strided:
+        assert (rebuilt.stride(), rebuilt.storage_offset()) == (t.stride(), t.storage_offset())
+
+
+@given(tensor_families(kinds=["set_alias"]))
+def test_tensor_families_alias(tensors: tuple) -> None:
+    assert len(tensors) >= 2
+    keys = {t.untyped_storage()._cdata for t in tensors}
+    assert len(keys) == 1
+
+
+def test_shrinks_toward_a_small_dense_contiguous_float32_cpu_tensor() -> None:
+    t = find(meta_tensors(), lambda t: True, settings=settings(database=None))
+    assert recipe_of(t).kinds == ("dense",)
+    assert t.dtype == torch.float32 and t.device.type == "cpu" and t.dim() == 0
+    assert t.is_contiguous() and not t.requires_grad and not t._is_view()
+
+
+def test_shrinks_a_view_to_a_simple_view() -> None:
+    t = find(meta_tensors(kinds=["view"]), lambda t: t._is_view(),
+             settings=settings(database=None))
+    assert t.dtype == torch.float32 and t.dim() <= 1 and not t.requires_grad
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"dtype": "float99"}, ["dtype='float99'", "float32"]),
+        ({"dtype": []}, ["dtype=[]"]),
+        ({"shape": (2, -1)}, ["shape=(2, -1)"]),
+        ({"min_dims": 3, "max_dims": 2}, ["max_dims=2", "min_dims=3"]),
+        ({"max_side": -1}, ["max_side=-1"]),
+        ({"kinds": ["nope"]}, ["unknown tensor kind 'nope'", "dense"]),
+        ({"exclude_kinds": ["nope"]}, ["'nope'"]),
+        ({"kinds": ["functorch_batched"]}, ["functorch_batched", "recipes()"]),
+        ({"devices": "tpu"}, ["devices='tpu'", "cpu"]),
+        ({"requires_grad": "yes"}, ["requires_grad='yes'"]),
+        ({"max_storage_bytes": -5}, ["max_storage_bytes=-5"]),
+        ({"kinds": ["dense"], "exclude_kinds": ["dense"]}, ["leaves no kind"]),
+    ],
+)
+def test_bad_arguments_raise_invalid_argument_naming_them(kwargs: dict, words: list) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        meta_tensors(**kwargs).example()
+    for word in words:
+        assert word in str(info.value)
+
+
+@given(meta_tensors(dtype=st.sampled_from([torch.float64, torch.int8]), shape=(2, 3),
+                    kinds=["dense"], requires_grad=False))
+def test_arguments_accept_values_and_strategies(t: torch.Tensor) -> None:
+    assert t.dtype in (torch.float64, torch.int8) and tuple(t.shape) == (2, 3)
+    assert not t.requires_grad
+
+
+def test_events_label_kinds_for_statistics(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from hypothesis import given, settings
+        from pytest_metafidelity import meta_tensors
+
+        @settings(max_examples=30, deadline=None)
+        @given(meta_tensors(kinds=["dense", "conj_neg"]))
+        def test_draw(t):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("--hypothesis-show-statistics", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "Events:" in out and "kind: conj_neg" in out and "dense layout:" in out
