@@ -2,7 +2,7 @@
 """Developer entry point: the README's two commands.
 
     python3 dev.py fidelity [PYTEST ARGS...]   # pytest --metafidelity (the main job)
-    python3 dev.py test [PYTEST ARGS...]       # the project's own tests
+    python3 dev.py test [PYTEST ARGS...]       # the project's own tests (pytest-xdist, -n auto)
 
 On first use it creates a project-local virtual environment in .venv with the
 pinned dev dependencies (requirements-dev.txt: torch==2.13.0, CPU build) and
@@ -26,7 +26,7 @@ STAMP = VENV / ".metafidelity-installed"
 INPUTS = (ROOT / "requirements-dev.txt", ROOT / "pyproject.toml")
 COMMANDS = {
     "fidelity": ["-m", "pytest", "--metafidelity"],
-    "test": ["-m", "pytest"],
+    "test": ["-m", "pytest", "-n", "auto"],
 }
 
 
