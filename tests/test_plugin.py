@@ -169,3 +169,50 @@ def test_xdist_aggregates_and_same_seed_gives_same_cases(pytester: pytest.Pytest
         assert item["cases_digest"] == twin["cases_digest"] != ""
     assert str(serial["environment"]["seed"]) == "7"
     assert serial["environment"]["torch"].startswith("2.")
+
+
+def test_options_from_ini_and_environment(pytester: pytest.Pytester) -> None:
+    pytester.makeini(
+        """
+        [pytest]
+        metafidelity = true
+        metafidelity_kinds = dense
+        metafidelity_converters = meta
+        metafidelity_examples = 2
+        """
+    )
+    result = pytester.runpytest_subprocess("-v", *FAST[1:])
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*test_fidelity?dense-meta? PASSED*"])
+    # The environment beats the ini file; the command line beats both.
+    pytester._monkeypatch.setenv("METAFIDELITY_KINDS", "view")
+    result = pytester.runpytest_subprocess("-v", *FAST[1:])
+    result.stdout.fnmatch_lines(["*test_fidelity?view-meta? PASSED*"])
+    result = pytester.runpytest_subprocess("-v", "--metafidelity-kinds=conj_neg", *FAST[1:])
+    result.stdout.fnmatch_lines(["*test_fidelity?conj_neg-meta? PASSED*"])
+
+
+def test_hypothesis_statistics_cover_suite_items(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=fake",
+        "--hypothesis-show-statistics", *FAST,
+    )
+    result.assert_outcomes(passed=1)
+    out = result.stdout.str()
+    assert "Hypothesis Statistics" in out and "kind: dense" in out
+
+
+def test_failures_are_listed_once_per_signature(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(DROP_VIEW_OFFSET)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=view,view_family", "--metafidelity-converters=fake",
+        "--metafidelity-examples=30", f"--metafidelity-report={report}", *FAST[1:],
+    )
+    doc = json.loads(report.read_text())
+    signatures = [f["signature"] for f in doc["failures"]]
+    assert signatures and len(signatures) == len(set(signatures))
+    summary = result.stdout.str().split("distinct failure(s)")[1]
+    assert summary.count("reproducer: ") == len(signatures)
+    for f in doc["failures"]:
+        assert (pytester.path / f["reproducer_file"]).exists()
