@@ -112,13 +112,16 @@ def shares_storage(a: Any, b: Any) -> bool:
     return ka is not None and ka == kb
 
 
-def summaries_from_source(recipe: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[int, ...]]]:
+def summaries_from_source(
+    recipe: Any, signature: Any = None, partition_of: Any = None
+) -> tuple[list[dict[str, Any]], Any]:
     """Exec ``recipe.to_python()`` in a fresh namespace (inside the recipe's
     contexts, via its epilogue) and return the outputs' signatures and
-    aliasing partition."""
+    aliasing partition (by default :func:`tensor_signature` and
+    :func:`aliasing_partition`)."""
     namespace: dict[str, Any] = {
-        "__mf_signature__": tensor_signature,
-        "__mf_partition__": aliasing_partition,
+        "__mf_signature__": signature or tensor_signature,
+        "__mf_partition__": partition_of or aliasing_partition,
     }
     outputs = ", ".join(recipe.outputs)
     epilogue = (
@@ -130,12 +133,15 @@ def summaries_from_source(recipe: Any) -> tuple[list[dict[str, Any]], dict[str, 
     return namespace["__mf_result__"]
 
 
-def summaries_from_build(recipe: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[int, ...]]]:
-    """The same as :func:`summaries_from_source`, through ``recipe.build``
-    (or ``build_in`` inside the contexts)."""
+def summaries_from_build(
+    recipe: Any, signature: Any = None, partition_of: Any = None
+) -> tuple[list[dict[str, Any]], Any]:
+    """The same as :func:`summaries_from_source`, through ``recipe.build_in``
+    inside the recipe's contexts."""
+    signature, partition_of = signature or tensor_signature, partition_of or aliasing_partition
     with recipe.active_contexts() as namespace:
         tensors = recipe.build_in(namespace)
-        return [tensor_signature(t) for t in tensors], aliasing_partition(tensors)
+        return [signature(t) for t in tensors], partition_of(tensors)
 
 
 def namespace_of(recipe: Any) -> dict[str, Any]:
@@ -295,24 +301,11 @@ def deep_partition(tensors: Sequence[Any]) -> dict[str, Any]:
 
 
 def deep_summaries_from_source(recipe: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Like :func:`summaries_from_source`, with :func:`deep_signature` and
+    """:func:`summaries_from_source` with :func:`deep_signature` and
     :func:`deep_partition`; the summary is taken inside the recipe's contexts."""
-    namespace: dict[str, Any] = {
-        "__mf_signature__": deep_signature,
-        "__mf_partition__": deep_partition,
-    }
-    outputs = ", ".join(recipe.outputs)
-    epilogue = (
-        f"__mf_outputs__ = ({outputs},)\n"
-        "__mf_result__ = ([__mf_signature__(t) for t in __mf_outputs__], "
-        "__mf_partition__(__mf_outputs__))"
-    )
-    exec(compile(recipe.to_python(epilogue=epilogue), "<recipe source>", "exec"), namespace)
-    return namespace["__mf_result__"]
+    return summaries_from_source(recipe, deep_signature, deep_partition)
 
 
 def deep_summaries_from_build(recipe: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The same through ``recipe.build_in`` inside ``recipe.active_contexts()``."""
-    with recipe.active_contexts() as namespace:
-        tensors = recipe.build_in(namespace)
-        return [deep_signature(t) for t in tensors], deep_partition(tensors)
+    return summaries_from_build(recipe, deep_signature, deep_partition)
