@@ -140,7 +140,7 @@ def meta_tensors(
     cfg = make_config(
         dtype=dtype, shape=shape, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
         max_side=max_side, devices=devices, requires_grad=requires_grad,
-        max_storage_bytes=max_storage_bytes,
+        max_storage_bytes=max_storage_bytes, zero_byte_storages=False,
     )
     return _recipes(chosen, cfg).map(lambda r: _built(r)[0])
 
@@ -157,4 +157,5 @@ def tensor_families(
     family kinds.  Convert the tuple through one converter: aliasing bugs only
     show across tensors converted together."""
     chosen = select_kinds(kinds, exclude_kinds, family=True, allow_context=False)
-    return _recipes(chosen, make_config(**generation)).map(_built)
+    cfg = make_config(**generation, zero_byte_storages=False)
+    return _recipes(chosen, cfg).map(_built)

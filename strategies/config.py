@@ -111,6 +111,11 @@ class GenConfig:
     requires_grad: st.SearchStrategy[bool]
     max_storage_bytes: int
     device_names: tuple[str, ...]
+    # Storages resized to zero bytes under a non-empty tensor: torch segfaults
+    # on reading their values, and Hypothesis (or pytest's assertion
+    # rewriting) reads them to print a failing example.  Only the suite and
+    # recipes(), which print recipes instead of tensors, generate them.
+    zero_byte_storages: bool = True
 
 
 def _as_strategy(value: Any, name: str, check: Any) -> st.SearchStrategy[Any]:
@@ -168,6 +173,7 @@ def make_config(
     devices: Any = None,
     requires_grad: Any = None,
     max_storage_bytes: int = 1 << 16,
+    zero_byte_storages: bool = True,
 ) -> GenConfig:
     """Validate the public arguments and build a :class:`GenConfig`."""
     if dtype is None:
@@ -229,4 +235,5 @@ def make_config(
         grads = _as_strategy(requires_grad, "requires_grad", _check_bool)
 
     _check_int(max_storage_bytes, "max_storage_bytes", 0)
-    return GenConfig(dtypes, shapes, device_strategy, grads, max_storage_bytes, device_names)
+    return GenConfig(dtypes, shapes, device_strategy, grads, max_storage_bytes, device_names,
+                     zero_byte_storages)

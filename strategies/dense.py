@@ -43,6 +43,8 @@ def draw_dense(
     dtype = draw(cfg.dtypes) if dtype is None else dtype
     shape = draw(cfg.shapes) if shape is None else shape
     device = draw(cfg.devices)
+    if not cfg.zero_byte_storages:
+        layouts = tuple(x for x in layouts if x != "zero_byte_storage") or ("contiguous",)
     layout = draw(st.sampled_from(layouts))
     if layout == "channels_last" and len(shape) not in (4, 5):
         layout = "contiguous"
