@@ -127,7 +127,9 @@ def meta_tensors(
 
     Arguments follow ``hypothesis.extra.numpy.arrays``: each takes a value or
     a strategy.  ``dtype``: a torch dtype, its name, a list, or a strategy
-    (default: every dtype this torch can build).  ``shape`` or
+    (default: every dtype this torch can build and print; shell dtypes such
+    as bits8 or uint3 when asked for).  Storages resized to zero bytes,
+    which torch crashes printing, are left to the suite and ``recipes()``.  ``shape`` or
     ``min_dims``/``max_dims``/``min_side``/``max_side``.  ``kinds`` and
     ``exclude_kinds``: kind names (see ``all_kinds()``).  ``devices``: "cpu",
     "meta", "cuda:N" or a list (default cpu).  ``requires_grad``: forced
@@ -140,7 +142,7 @@ def meta_tensors(
     cfg = make_config(
         dtype=dtype, shape=shape, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
         max_side=max_side, devices=devices, requires_grad=requires_grad,
-        max_storage_bytes=max_storage_bytes, zero_byte_storages=False,
+        max_storage_bytes=max_storage_bytes, printable=True,
     )
     return _recipes(chosen, cfg).map(lambda r: _built(r)[0])
 
@@ -157,5 +159,5 @@ def tensor_families(
     family kinds.  Convert the tuple through one converter: aliasing bugs only
     show across tensors converted together."""
     chosen = select_kinds(kinds, exclude_kinds, family=True, allow_context=False)
-    cfg = make_config(**generation, zero_byte_storages=False)
+    cfg = make_config(**generation, printable=True)
     return _recipes(chosen, cfg).map(_built)

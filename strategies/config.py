@@ -50,6 +50,24 @@ def supported_dtypes() -> tuple[Any, ...]:
     return tuple(found)
 
 
+@functools.cache
+def printable_dtypes() -> tuple[Any, ...]:
+    """The supported dtypes whose tensors torch can print: the default for
+    strategies that hand tensors to the user's test, which Hypothesis prints
+    when it fails.  Shell dtypes (bits8, uint3, float4_e2m1fn_x2, ...) stay
+    available by asking for them with ``dtype=``."""
+    import torch
+
+    found = []
+    for dtype in supported_dtypes():
+        try:
+            repr(torch.zeros(2, dtype=dtype))
+        except Exception:
+            continue
+        found.append(dtype)
+    return tuple(found)
+
+
 def _convertible(dtype: Any) -> bool:
     import torch
 
@@ -173,11 +191,15 @@ def make_config(
     devices: Any = None,
     requires_grad: Any = None,
     max_storage_bytes: int = 1 << 16,
-    zero_byte_storages: bool = True,
+    printable: bool = False,
 ) -> GenConfig:
-    """Validate the public arguments and build a :class:`GenConfig`."""
+    """Validate the public arguments and build a :class:`GenConfig`.
+
+    ``printable``: the tensors go to the user's test, which prints them when
+    it fails; leave out, unless asked for, what torch cannot print (shell
+    dtypes) or crashes printing (zero-byte storages)."""
     if dtype is None:
-        dtypes = st.sampled_from(supported_dtypes())
+        dtypes = st.sampled_from(printable_dtypes() if printable else supported_dtypes())
     elif isinstance(dtype, (list, tuple)):
         if not dtype:
             raise InvalidArgument("dtype=[] is empty; give at least one dtype or None for all")
@@ -236,4 +258,4 @@ def make_config(
 
     _check_int(max_storage_bytes, "max_storage_bytes", 0)
     return GenConfig(dtypes, shapes, device_strategy, grads, max_storage_bytes, device_names,
-                     zero_byte_storages)
+                     zero_byte_storages=not printable)
