@@ -605,7 +605,27 @@ def available_converters() -> list[str]:
     return [n for n, s in CONVERTERS.items() if s.unavailable() is None]
 
 
+def clear_dispatch_cache() -> None:
+    """Empty FakeTensorMode's dispatch cache.  The cache is shared by every
+    FakeTensorMode of the process, and what a conversion gives can depend on
+    what it holds (https://github.com/pytorch/pytorch/issues/159151: a view
+    of a zero-element fake tensor aliases its input or not depending on
+    earlier cache hits); emptied before each conversion, a conversion's
+    result depends on its tensors alone -- as in a reproducer's fresh
+    process."""
+    try:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+    except Exception:  # pragma: no cover - depends on torch
+        return
+    clear = getattr(FakeTensorMode, "cache_clear", None)
+    if clear is not None:
+        clear()
+
+
 def make_converter(name: str) -> Converter:
+    """A new converter named ``name``, with FakeTensorMode's dispatch cache
+    emptied (:func:`clear_dispatch_cache`)."""
+    clear_dispatch_cache()
     try:
         spec = CONVERTERS[name]
     except KeyError:

@@ -173,12 +173,15 @@ def check_faithful(
 
 
 def _checks_run(checks: Sequence[str] | None) -> set[str]:
+    """The checks that ran on a conversion that succeeded: the selected
+    ones (with the inner-tensor checks ``wrappers`` runs), and
+    ``conversion`` -- it did not raise."""
     from .checks.wrappers import INNER_CHECKS
 
     ran = set(checks or all_checks())
     if "wrappers" in ran:
         ran |= set(INNER_CHECKS)
-    return ran
+    return ran | {"conversion"}
 
 
 def _one_converter(

@@ -168,6 +168,26 @@ def test_oracle_compares_carried_real_tensors() -> None:
     assert_passes("oracle", t, converter="fake-real")
 
 
+def test_oracle_looks_for_the_carried_real_tensor_inside_functorch_wrappers() -> None:
+    import torch._functorch.vmap as vmap
+
+    x = torch.arange(6.0).reshape(2, 3).clone()
+    with vmap.vmap_increment_nesting(2, "error") as level:
+        b = torch._C._functorch._add_batch_dim(x, 0, level)
+        # The wrapper carries nothing; the fake inside it carries x's copy.
+        assert_passes("oracle", b, converter="fake-real")
+        assert_passes("wrappers", b, converter="fake-real")
+
+        def drop_inner_copy(conv: Any, real: Any, fake: Any) -> Any:
+            torch._C._functorch.get_unwrapped(fake).real_tensor = None
+            return fake
+
+        with faulty("fake-real", drop_inner_copy):
+            outcome = run("wrappers", b)
+        m = assert_reports(outcome, "oracle", "real_tensor is not None", "t0.unwrapped.real_tensor")
+        assert not any(m.path == "t0.real_tensor" for m in outcome.mismatches)
+
+
 # -- aliasing ---------------------------------------------------------------------------
 
 
@@ -543,6 +563,37 @@ def test_purity_reports_leaked_global_state() -> None:
     assert_reports(outcome, "purity", "default dtype", "torch")
     for converter in CONVERTERS:
         assert_passes("purity", t, converter=converter)
+
+
+def test_purity_reports_a_functional_tensor_whose_value_was_replaced() -> None:
+    from pytest_metafidelity.checks.purity import FUNCTIONAL_VALUE
+
+    w = torch._to_functional_tensor(torch.randn(4))
+
+    def regenerate(conv: Any, real: Any, fake: Any) -> Any:
+        torch._functionalize_replace(real, torch.zeros(4))
+        return fake
+
+    with faulty("fake", regenerate):
+        assert_reports(run("purity", w), "purity", FUNCTIONAL_VALUE, "t0")
+    assert_passes("purity", torch._to_functional_tensor(torch.randn(4)))
+
+
+def test_purity_side_effect_of_syncing_a_functional_tensor_is_a_known_difference() -> None:
+    def pending() -> Any:
+        x = torch.empty(0).set_(torch.randn(8).untyped_storage(), 2, (4, 2), (1, 0))
+        w = torch._to_functional_tensor(x)
+        w[1:].zero_()  # an update of w's storage, not yet applied to w
+        return w
+
+    outcome = run("purity", pending(), converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert outcome.reason == "known differences: functional-sync-on-convert"
+    strict = run("purity", pending(), converter="fake", strict=True)
+    attributes = {m.attribute for m in strict.mismatches}
+    assert {"torch._from_functional_tensor()", "stride()", "storage_offset()"} <= attributes
+    # Without pending updates, nothing changes and nothing is expected.
+    assert_passes("purity", torch._to_functional_tensor(torch.randn(4)))
 
 
 def test_purity_without_a_before_snapshot_reports_nothing() -> None:

@@ -317,6 +317,71 @@ def test_unexpectedly_passing_entry_is_reported(monkeypatch: pytest.MonkeyPatch)
     assert other.status == PASSED
 
 
+def test_conversion_entry_is_unexpectedly_passing_when_the_conversion_succeeds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry = _entry(check="conversion", attribute="raised", raises="some error")
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [*kd.KNOWN_DIFFERENCES, entry])
+    outcome = check_faithful(torch.randn(3), converters=["fake"]).outcomes[0]
+    assert outcome.status == XPASS and outcome.unexpectedly_passing == ["test-entry"]
+
+
+def _raising_converter(monkeypatch: pytest.MonkeyPatch, message: str) -> str:
+    class Raising(Converter):
+        name = "raising"
+
+        def _convert(self, t: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError(message)
+
+    monkeypatch.setitem(CONVERTERS, "raising", ConverterSpec("raising", "raises", Raising))
+    return "raising"
+
+
+def test_conversion_entry_explains_only_the_error_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = _raising_converter(monkeypatch, "the expected error")
+    expected = _entry(id="expected", check="conversion", attribute="raised", converters=None,
+                      raises=r"^RuntimeError: the expected")
+    other = _entry(id="other", check="conversion", attribute="raised", converters=None,
+                   raises="another error")
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [expected, other])
+    outcome = check_faithful(torch.randn(3), converters=[name]).outcomes[0]
+    # "other" cannot be judged: the conversion stopped at the first error.
+    assert outcome.status == KNOWN and outcome.reason == "known differences: expected"
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [other])
+    outcome = check_faithful(torch.randn(3), converters=[name]).outcomes[0]
+    assert outcome.status == FAILED and "the expected error" in outcome.mismatches[0].fake
+
+
+def test_each_conversion_starts_with_an_empty_dispatch_cache() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    with mode:
+        mode.from_tensor(torch.randn(3)) * 2
+    assert FakeTensorMode.cache
+    make_converter("fake")
+    assert not FakeTensorMode.cache
+
+
+def test_registry_sees_tensors_inside_functorch_wrappers() -> None:
+    import torch._functorch.vmap as vmap
+
+    from pytest_metafidelity.checks._util import walk_real
+
+    x = torch.empty(0).set_(torch.randn(8).untyped_storage(), 2, (3,), (1,)).requires_grad_()
+    with vmap.vmap_increment_nesting(3, "error") as level:
+        b = torch._C._functorch._add_batch_dim(x, 0, level)
+        paths = dict(walk_real(("t0",), (b,), unwrap=True))
+        assert paths["t0.unwrapped"] is x and "t0.unwrapped" not in dict(walk_real(("t0",), (b,)))
+        outcome = check_faithful(b, converters=["fake"]).outcomes[0]
+        assert outcome.status == KNOWN, outcome.describe()
+        assert set(outcome.reason.removeprefix("known differences: ").split(", ")) == {
+            "functorch-inner-requires-grad", "functorch-inner-storage-offset",
+            "functorch-inner-storage-nbytes"}
+
+
 def test_entries_are_gated_by_torch_version_and_converter(monkeypatch: pytest.MonkeyPatch) -> None:
     entry = _entry(until="2.0")
     assert not entry.active("fake")

@@ -143,10 +143,22 @@ def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple
     return out
 
 
-def walk_real(names: Any, tensors: Any) -> list[tuple[str, Any]]:
+def functorch_unwrapped(t: Any) -> Any:
+    """The tensor inside a functorch wrapper (BatchedTensor,
+    GradTrackingTensor), or None."""
+    import torch
+
+    fns = getattr(torch._C, "_functorch", None)
+    if fns is None or not safe(lambda: bool(fns.is_functorch_wrapped_tensor(t)), False):
+        return None
+    return safe(lambda: fns.get_unwrapped(t))
+
+
+def walk_real(names: Any, tensors: Any, *, unwrap: bool = False) -> list[tuple[str, Any]]:
     """(path, tensor) for the tensors and what they reach (``_base``, a
-    leaf's ``.grad``, subclass inner tensors), one side only, each tensor
-    once; paths as in :func:`related`."""
+    leaf's ``.grad``, subclass inner tensors; with ``unwrap``, the tensor
+    inside a functorch wrapper, at ``….unwrapped`` as the ``wrappers`` check
+    names it), one side only, each tensor once; paths as in :func:`related`."""
     out: list[tuple[str, Any]] = []
     seen: set[int] = set()
 
@@ -159,6 +171,8 @@ def walk_real(names: Any, tensors: Any) -> list[tuple[str, Any]]:
         walk(f"{path}.grad", grad_of(t), depth + 1)
         for attr, inner in inner_tensors(t):
             walk(f"{path}.{attr}", inner, depth + 1)
+        if unwrap:
+            walk(f"{path}.unwrapped", functorch_unwrapped(t), depth + 1)
 
     for name, t in zip(names, tensors):
         walk(name, t, 0)

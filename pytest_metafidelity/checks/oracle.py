@@ -15,7 +15,11 @@ For converters whose fakes carry their real tensor (``fake-real``,
 ``fake-real-dynamic``), the carried ``fake.real_tensor`` must equal the
 original: the same shape, strides, offset, dtype, layout, device and
 conj/neg bits, and the same values (NaNs equal to NaNs).  Its autograd
-metadata is not compared: it is data, not a graph input.
+metadata is not compared: it is data, not a graph input.  A functorch
+wrapper (BatchedTensor, GradTrackingTensor) carries nothing itself: the
+fake tensor inside it does -- real-tensor propagation runs where
+FakeTensorMode sees the op, below every functorch level -- and is checked
+at ``….unwrapped`` by the ``wrappers`` check.
 """
 
 from __future__ import annotations
@@ -114,8 +118,10 @@ def oracle_check(conv: Conversion) -> list[Mismatch]:
 
 
 def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:
-    from ._util import carried_real
+    from ._util import carried_real, functorch_unwrapped
 
+    if functorch_unwrapped(real) is not None:
+        return []  # carried by the innermost fake, checked at f"{path}.unwrapped"
     carried = carried_real(fake)
     where = f"{path}.real_tensor"
     if carried is None:

@@ -9,7 +9,9 @@ probing afterwards does not count):
   tensors included) is unchanged: shape, strides, offset, dtype, layout,
   device, requires_grad, is_leaf, the version counter, the ``.grad`` object
   and its version, the ``grad_fn`` object, conj/neg bits, the storage object
-  and its size, and its bytes (storages up to 1 MiB);
+  and its size, and its bytes (storages up to 1 MiB); for a C++ functional
+  tensor, the tensor it wraps (``torch._from_functional_tensor``: the same
+  object);
 * torch's global state is as it was: grad mode, inference mode, forward-AD
   mode, the dispatch key TLS (included and excluded local sets), the
   functorch interpreter stack, the torch-dispatch and torch-function mode
@@ -30,6 +32,8 @@ from . import Conversion, Mismatch, check
 from ._util import grad_of, safe, walk_real
 
 MAX_VALUE_BYTES = 1 << 20
+# The reading of what a C++ functional tensor wraps.
+FUNCTIONAL_VALUE = "torch._from_functional_tensor()"
 _MISSING = object()
 
 
@@ -105,6 +109,8 @@ def read_tensor(t: Any) -> dict[str, Any]:
         "is_conj()": safe(lambda: t.is_conj()),
         "is_neg()": safe(lambda: t.is_neg()),
     }
+    if safe(lambda: bool(torch._is_functional_tensor(t)), False):
+        out[FUNCTIONAL_VALUE] = _Same(safe(lambda: torch._from_functional_tensor(t)))
     if t.layout == torch.strided and not t.is_nested:
         out["stride()"] = safe(lambda: tuple(t.stride()))
         out["storage_offset()"] = safe(lambda: t.storage_offset())
