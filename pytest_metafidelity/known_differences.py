@@ -686,20 +686,6 @@ def any_grad_tracking_non_leaf(case: Case) -> bool:
     )
 
 
-def _view_replay_symints(t: Any) -> list[Any]:
-    """The SymInt arguments view replay of ``t`` visits
-    (``t._view_func_unsafe`` applied to ``t._base``, as MetaConverter's
-    view_from_base does for subclass views)."""
-    seen: list[Any] = []
-
-    def visit(s: Any) -> Any:
-        seen.append(s)
-        return s
-
-    t._view_func_unsafe(t._base, visit, lambda x: x)
-    return seen
-
-
 def _memo(case: Case, key: Any, compute: Callable[[], Any]) -> Any:
     """``compute()`` once per conversion and key (predicates run for every
     tensor of the family)."""
@@ -872,7 +858,7 @@ def functional_dynamic_storage_from_inner(case: Case) -> bool:
     where that size is static."""
     import torch
 
-    from .checks._util import has_symbolic, resolve, safe
+    from .checks._util import has_symbolic, is_symbolic, resolve, safe
 
     t = case.tensor
     if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
@@ -884,8 +870,6 @@ def functional_dynamic_storage_from_inner(case: Case) -> bool:
     if not has_symbolic(inner):
         return False
     n = inner.untyped_storage().nbytes()
-    from .checks._util import is_symbolic
-
     return not is_symbolic(n) and n != t.untyped_storage().nbytes()
 
 
