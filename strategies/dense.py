@@ -87,7 +87,11 @@ def draw_dense(
     # Draw requires_grad whatever the dtype: a draw skipped for some dtypes
     # makes their examples shorter, and Hypothesis would shrink toward them
     # (int64 rather than float32) instead of toward the first dtype.
-    if allow_grad and draw(cfg.requires_grad) and grad_capable(dtype):
+    # Drawn even when unused, so every kind that starts from a dense tensor
+    # spends as many choices as the `dense` kind: Hypothesis shrinks toward
+    # shorter choice sequences first, and `dense` must stay the simplest.
+    wants_grad = draw(cfg.requires_grad)
+    if allow_grad and wants_grad and grad_capable(dtype):
         b.stmt(f"{name}.requires_grad_()")
     return name
 
