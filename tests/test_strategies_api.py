@@ -141,3 +141,27 @@ def test_user_facing_tensors_are_printable(t: torch.Tensor) -> None:
         repr(t)
     except (NotImplementedError, RuntimeError):  # shell dtypes (bits8, ...) have no printer
         pass
+
+
+@settings(max_examples=60, deadline=None)
+@given(recipes(devices="meta", family=None))
+def test_meta_device_tensors(recipe) -> None:
+    with recipe.active_contexts() as namespace:
+        tensors = recipe.build_in(namespace)
+        for t in tensors:
+            inner = getattr(t, "__tensor_flatten__", None)
+            if inner is None and not torch._C._functorch.is_functorch_wrapped_tensor(t):
+                assert t.device.type == "meta", recipe.to_python()
+
+
+def test_strategies_never_initialise_cuda() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import torch, pytest_metafidelity.strategies as s;"
+        "s.meta_tensors(); s.recipes(); s.tensor_families();"
+        "s.meta_tensors().example();"
+        "assert not torch.cuda.is_initialized()"
+    )
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
