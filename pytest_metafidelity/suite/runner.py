@@ -10,11 +10,13 @@ carries the reproducer of the shrunk example.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import time
+import warnings
 from collections import Counter
-from typing import Any
+from typing import Any, Iterator
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -110,11 +112,35 @@ def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
 
 
 def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -> None:
+    opts = run.options if run is not None else None
+    devices = list(opts.devices) if opts else None
+    with quiet_torch_notices():
+        _run_example(run, item, data, nodeid, opts, devices)
+
+
+# Torch's notices about experimental dtypes and beta layouts: the suite uses
+# them on purpose, so they are noise in its output.
+TORCH_NOTICES = (
+    "ComplexHalf support is experimental",
+    "Sparse invariant checks are implicitly disabled",
+    r"Sparse \w+ tensor support is in beta state",
+)
+
+
+@contextlib.contextmanager
+def quiet_torch_notices() -> Iterator[None]:
+    with warnings.catch_warnings():
+        for message in TORCH_NOTICES:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
+
+
+def _run_example(
+    run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str, opts: Any, devices: Any
+) -> None:
     from ..faithful import FAILED, FidelityError, check_faithful
     from ..strategies import recipes
 
-    opts = run.options if run is not None else None
-    devices = list(opts.devices) if opts else None
     recipe = data.draw(recipes(kinds=[item.kind], family=None, devices=devices), label="recipe")
     order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
     with recipe.active_contexts() as namespace:
