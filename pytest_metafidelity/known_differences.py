@@ -2,8 +2,11 @@
 
 Each :class:`KnownDifference` is either *by design* (``link`` is
 :data:`BY_DESIGN` and ``reason`` says why) or an *upstream bug* (``link`` is
-the upstream issue; ``reason`` describes it), and applies only to the torch
-versions in ``[since, until)`` and to the converters it names.
+the upstream issue or pull request reporting it, or :data:`UNFILED` while
+there is none -- :mod:`pytest_metafidelity.upstream` drafts the report;
+``reason`` describes it; ``related`` lists upstream threads on the same
+code), and applies only to the torch versions in ``[since, until)`` and to
+the converters it names.
 
 How :func:`~pytest_metafidelity.faithful.check_faithful` uses the registry:
 
@@ -46,6 +49,9 @@ import re
 from typing import Any, Callable, Iterable
 
 BY_DESIGN = "by design"
+# An upstream bug with no upstream report yet: ``python -m
+# pytest_metafidelity.upstream ID`` drafts one from the entry.
+UNFILED = "not yet reported upstream (draft: python -m pytest_metafidelity.upstream)"
 
 
 class UnexpectedlyPassing(UserWarning):
@@ -70,7 +76,7 @@ class KnownDifference:
     attribute: str  # regular expression, full match against Mismatch.attribute
     applies: Callable[[Case], bool]
     reason: str
-    link: str  # BY_DESIGN, or the upstream issue / pull request
+    link: str  # BY_DESIGN, UNFILED, or the upstream issue / pull request reporting it
     converters: tuple[str, ...] | None = None  # None: every converter
     since: str | None = None  # first torch version with the difference
     until: str | None = None  # first torch version without it (exclusive)
@@ -78,6 +84,13 @@ class KnownDifference:
     # check "conversion": regular expression the raised "Type: message" must
     # contain (re.search); None: any error
     raises: str | None = None
+    # Upstream threads on the same code that do not report this difference
+    # (the change that introduced it, a neighbouring bug, a candidate fix).
+    related: tuple[str, ...] = ()
+
+    @property
+    def unfiled(self) -> bool:
+        return self.link == UNFILED
 
     @property
     def by_design(self) -> bool:
@@ -102,7 +115,9 @@ class KnownDifference:
         )
 
     def describe(self) -> str:
-        where = "by design" if self.by_design else f"upstream bug: {self.link}"
+        where = ("by design" if self.by_design
+                 else "upstream bug, not yet reported upstream" if self.unfiled
+                 else f"upstream bug: {self.link}")
         return f"{self.id} ({where}): {self.reason}"
 
 
@@ -960,8 +975,6 @@ def real_functorch_view_refusal_fails(case: Case) -> bool:
 
 # -- the registry ---------------------------------------------------------------
 
-UNFILED = "unfiled (found by pytest-metafidelity; reproducer below)"
-
 KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="sparse-nnz",
@@ -998,6 +1011,27 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "from torch._subclasses.meta_utils import MetaConverter\n"
             "x = torch.randn(3, requires_grad=True); x.grad_dtype = torch.float64\n"
             "assert MetaConverter()(x).grad_dtype == torch.float32\n"
+        ),
+    ),
+    KnownDifference(
+        id="fake-grad-dtype-dropped",
+        check="autograd",
+        attribute=r"grad_dtype",
+        applies=custom_grad_dtype,
+        converters=FAKE_CONVERTERS,
+        until="2.13",
+        reason=(
+            "before torch 2.13, FakeTensorConverter.from_real_tensor does not copy "
+            "grad_dtype: the fake of a leaf whose gradients are kept in another dtype has the "
+            "default grad_dtype (its own dtype), so traced backward casts the gradient back; "
+            "fixed in 2.13 by the linked pull request"
+        ),
+        link="https://github.com/pytorch/pytorch/pull/180403",
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.randn(3, requires_grad=True); x.grad_dtype = torch.float64\n"
+            "assert FakeTensorMode().from_tensor(x).grad_dtype == torch.float32\n"
         ),
     ),
     KnownDifference(
@@ -1054,6 +1088,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "in a normal tensor: the round trip's fake is not an inference tensor"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/101219",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode\n"
@@ -1120,6 +1155,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "recursively here').  Carried real tensors (fake-real) have the same size"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/185014",
+            "https://github.com/pytorch/pytorch/issues/123879",
+        ),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1140,6 +1179,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "zero-byte storage (resize_(0)) gets bytes again"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/193416",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1166,6 +1206,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "complex32 conj+neg); copying the storage would not"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/126175",
+            "https://github.com/pytorch/pytorch/pull/126281",
+        ),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1223,6 +1267,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "first one does not reach (order-dependent)"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126175",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1270,6 +1315,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "and real outputs: 'RuntimeError: Sparse CSR tensors do not have strides'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/192091",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1298,6 +1344,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "tensor has bytes the original has not"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/issues/184996",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1316,6 +1363,8 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         attribute=r"raised",
         applies=any_dynamic_coo_non_leaf,
         converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        # Before 2.13 a sparse COO fake keeps static sizes even with a ShapeEnv.
+        since="2.13",
         reason=(
             "with dynamic sizes, the clone() that fakes a sparse COO non-leaf's history runs "
             "empty_strided (one dimension) or as_strided (more) on a sparse tensor: "
@@ -1323,6 +1372,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "arguments from the SparseMeta (SparseCPU with real-tensor propagation) backend'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/184993",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1349,12 +1399,15 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         attribute=r"_nnz\(\)",
         applies=coo_with_dynamic_dense_dims,
         converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        # Before 2.13 a sparse COO fake keeps static sizes even with a ShapeEnv.
+        since="2.13",
         reason=(
             "_nnz() of a fake sparse COO tensor with a dynamic dense dimension (size >= 2) "
             "raises 'RuntimeError: 0 INTERNAL ASSERT FAILED ... dispatch_on_subclass called "
             "with NO overloaded args'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/184993",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1386,6 +1439,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "tensor: 'RuntimeError: Attempted to call copy_() on an invalid python storage'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126175",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1416,7 +1470,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "reaches further makes real_tensor.set_/as_strided fail: 'RuntimeError: setStorage: "
             "... out of bounds for storage of size N'.  Depends on the conversion order"
         ),
-        link=UNFILED,
+        link="https://github.com/pytorch/pytorch/pull/185014",
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1447,6 +1501,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "has a non-zero number of elements, but its data is not allocated yet'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126245",),
         reproducer=(
             "import torch\n"
             "from torch._dynamo.source import ConstantSource\n"
@@ -1498,6 +1553,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "'AssertionError: Expected r to be a FakeTensor'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126281",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1524,6 +1580,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "dense tensor, and the FunctionalTensor-ness is lost"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126936",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1545,6 +1602,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "tensor under FunctionalTensorMode gives a FunctionalTensor"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/126936",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.meta_utils import MetaConverter\n"
@@ -1566,6 +1624,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "dtype ... to a tensor with grad_dtype ...'"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/197381",
+            "https://github.com/pytorch/pytorch/pull/180403",
+        ),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1619,6 +1681,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "'AssertionError: Expected r to be a FakeTensor for nested int'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/132414",),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1645,7 +1708,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "TensorImpl subclasses' through a noexcept frame; the converter refuses it "
             "(ConversionCrash) instead"
         ),
-        link=UNFILED,
+        link="https://github.com/pytorch/pytorch/pull/192091",
         reproducer=(
             "import torch\n"
             "from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode\n"
@@ -1669,6 +1732,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "documented refusal is unreachable"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/issues/134873",
+            "https://github.com/pytorch/pytorch/issues/126025",
+        ),
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1711,6 +1778,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "vs real nnz)"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/issues/113589",),
         reproducer=(
             "import torch, torch._functorch.config as cfg\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -1739,6 +1807,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "the inner tensor's requires_grad (and autograd history) is lost"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/114523",
+            "https://github.com/pytorch/pytorch/pull/122202",
+        ),
         reproducer=(
             "import torch\n"
             "import torch._functorch.vmap as vmap\n"
@@ -1762,6 +1834,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "carried real tensor's)"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/114523",
+            "https://github.com/pytorch/pytorch/pull/107415",
+        ),
         reproducer=(
             "import torch\n"
             "import torch._functorch.vmap as vmap\n"
@@ -1786,6 +1862,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "bytes); so has the carried real tensor"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/114523",
+            "https://github.com/pytorch/pytorch/pull/107415",
+        ),
         reproducer=(
             "import torch\n"
             "import torch._functorch.vmap as vmap\n"
@@ -1809,6 +1889,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "an outer level, or a plain view) loses its view-ness and its _base"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/pull/114523",
+            "https://github.com/pytorch/pytorch/pull/118407",
+        ),
         reproducer=(
             "import torch\n"
             "import torch._functorch.vmap as vmap\n"
@@ -1833,6 +1917,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "raises 'AssertionError: False != True' (is_leaf)"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/122728",),
         reproducer=(
             "import torch\n"
             "from torch._functorch.eager_transforms import enable_inplace_requires_grad, "
@@ -1865,6 +1950,10 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "which hashes it: 'TypeError: unhashable type: non-nested SymInt'"
         ),
         link=UNFILED,
+        related=(
+            "https://github.com/pytorch/pytorch/issues/115782",
+            "https://github.com/pytorch/pytorch/pull/118405",
+        ),
         reproducer=(
             "import torch\n"
             "from torch._dynamo.source import ConstantSource\n"
@@ -1930,6 +2019,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "(resize_(0)) has zero bytes, that of a tensor at an offset the whole storage"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/193416",),
         reproducer=(
             "import torch\n"
             "from torch._dynamo.source import ConstantSource\n"
@@ -1958,6 +2048,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
             "Expected cond to be True, but got False'"
         ),
         link=UNFILED,
+        related=("https://github.com/pytorch/pytorch/pull/118405",),
         reproducer=(
             "import torch\n"
             "from torch._dispatch.python import enable_python_dispatcher\n"

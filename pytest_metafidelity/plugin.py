@@ -92,21 +92,29 @@ class FidelitySession:
         outcome = yield
         if call.when != "call" or not _is_suite_item(item):
             return
-        from .report import PROPERTY, failure_records, fidelity_errors, item_record
+        from .report import (PROPERTY, failure_records, fidelity_errors, item_record,
+                             unexpectedly_passing_records)
 
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
         self.run.finish_item()
+        directory = os.path.join(str(self.config.rootpath), self.run.options.reproducers)
         failures = []
         for error in fidelity_errors(call.excinfo.value if call.excinfo else None):
             failures += failure_records(
                 error, kind=suite_item.kind, converter=suite_item.converter, nodeid=item.nodeid,
-                directory=os.path.join(str(self.config.rootpath), self.run.options.reproducers),
+                directory=directory,
             )
+        passing = unexpectedly_passing_records(
+            self.run.unexpectedly_passing.get(item.nodeid, {}), kind=suite_item.kind,
+            converter=suite_item.converter, nodeid=item.nodeid, directory=directory,
+        )
         report = outcome.get_result()
         digest = self.run.digests.get(item.nodeid)
         record = item_record(item.nodeid, suite_item.kind, suite_item.converter,
                              self.run.tallies.get(item.nodeid, {}), report.outcome, failures,
-                             digest.hexdigest() if digest else "")
+                             digest.hexdigest() if digest else "",
+                             known=self.run.known.get(item.nodeid, {}),
+                             unexpectedly_passing=passing)
         report.user_properties.append((PROPERTY, json.dumps(record)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -127,6 +135,10 @@ class FidelitySession:
         if failures:
             tr.write_sep("-", f"metafidelity: {len(self.collector.unique_failures())} distinct failure(s)")
             tr.write_line(failures)
+        passing = self.collector.unexpectedly_passing_text()
+        if passing:
+            tr.write_sep("-", "metafidelity: known differences that did not occur (fixed upstream?)")
+            tr.write_line(passing)
         if self.run.options.report:
             tr.write_line(f"metafidelity: JSON report written to {self.run.options.report}")
 

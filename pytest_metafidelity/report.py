@@ -84,9 +84,42 @@ def failure_records(
     return records
 
 
+def unexpectedly_passing_records(
+    missing: dict[str, list[Any]], *, kind: str, converter: str, nodeid: str, directory: str
+) -> list[dict[str, Any]]:
+    """One record per known-difference entry that was expected on some
+    example but did not occur, with that example's reproducer in a file."""
+    from .known_differences import by_id
+
+    records = []
+    for entry_id, (examples, reproducer) in sorted(missing.items()):
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"{_slug(kind)}-{_slug(converter)}-passing-{_slug(entry_id)}.py")
+        known = by_id(entry_id)
+        with open(path, "w") as f:
+            f.write(
+                f"# pytest-metafidelity: known difference {entry_id} did not occur for {kind} "
+                f"through {converter}\n# (fixed upstream? then narrow the entry's torch versions)\n"
+                f"# Entry: {known.link}\n# Suite item: pytest --metafidelity \"{nodeid}\"\n"
+                + reproducer
+            )
+        records.append({
+            "entry": entry_id,
+            "kind": kind,
+            "converter": converter,
+            "examples": examples,
+            "link": known.link,
+            "reproducer": reproducer,
+            "reproducer_file": path,
+            "nodeid": nodeid,
+        })
+    return records
+
+
 def item_record(
     nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict],
-    cases_digest: str,
+    cases_digest: str, known: dict[str, int] | None = None,
+    unexpectedly_passing: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     return {
         "nodeid": nodeid,
@@ -98,6 +131,9 @@ def item_record(
         # equal digests ran exactly the same cases.
         "cases_digest": cases_digest,
         "failures": failures,
+        # entry id -> examples in which that known difference occurred
+        "known_differences": dict(sorted((known or {}).items())),
+        "unexpectedly_passing": unexpectedly_passing or [],
     }
 
 
@@ -140,6 +176,21 @@ class Collector:
                 f"    real: {shorten(f['real'])}\n    fake: {shorten(f['fake'])}\n"
                 f"    reproducer: {f['reproducer_file']}\n    replay: {f['replay']}"
             )
+        return "\n".join(parts)
+
+    def unexpectedly_passing_text(self) -> str:
+        """Entries expected on some examples whose difference did not occur:
+        one line per entry, with the items and a reproducer."""
+        by_entry: dict[str, list[dict[str, Any]]] = {}
+        for item in sorted(self.items, key=lambda r: r["nodeid"]):
+            for p in item.get("unexpectedly_passing", []):
+                by_entry.setdefault(p["entry"], []).append(p)
+        parts = []
+        for entry_id, records in sorted(by_entry.items()):
+            where = ", ".join(f"{p['kind']} through {p['converter']} ({p['examples']}x)"
+                              for p in records)
+            parts.append(f"{entry_id} ({records[0]['link']}): {where}\n"
+                         f"    reproducer: {records[0]['reproducer_file']}")
         return "\n".join(parts)
 
     def document(self, options: Any, seed: Any) -> dict[str, Any]:

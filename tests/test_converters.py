@@ -403,7 +403,9 @@ def test_registry_entries_are_well_formed() -> None:
 
     for e in kd.KNOWN_DIFFERENCES:
         assert e.reason and e.reproducer, e.id
-        assert e.by_design or e.link.startswith(("https://", kd.UNFILED)), e.id
+        assert e.by_design or e.unfiled or e.link.startswith("https://github.com/"), e.id
+        assert not (e.by_design and e.related), e.id
+        assert all(r.startswith("https://github.com/") and r != e.link for r in e.related), e.id
         for name in e.checks:
             assert name in all_checks() or name == "conversion", (e.id, name)
         for name in e.converters or ():
@@ -417,10 +419,19 @@ CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-gra
 @pytest.mark.parametrize(
     "entry", [e for e in kd.KNOWN_DIFFERENCES if e.id not in CRASHING], ids=lambda e: e.id
 )
-def test_known_difference_reproducer_still_reproduces(entry: kd.KnownDifference) -> None:
+def test_known_difference_reproducer_reproduces_exactly_on_its_torch_versions(
+    entry: kd.KnownDifference,
+) -> None:
+    """Inside the entry's [since, until) the reproducer runs; outside it, its
+    assertion that the difference occurs fails."""
+    code = compile(entry.reproducer, f"<{entry.id}>", "exec")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        exec(compile(entry.reproducer, f"<{entry.id}>", "exec"), {})
+        if kd.version_in_range(None, entry.since, entry.until):
+            exec(code, {})
+        else:
+            with pytest.raises(AssertionError):
+                exec(code, {})
 
 
 @pytest.mark.parametrize("entry_id", CRASHING)
@@ -444,3 +455,20 @@ def test_stock_torch_is_faithful_except_known_differences(converter: str, recipe
         warnings.simplefilter("error", kd.UnexpectedlyPassing)
         result = assert_faithful(*tensors, converters=[converter], order=order)
     assert result.outcomes[0].status in (PASSED, KNOWN, UNSUPPORTED), result.describe()
+
+
+def test_suite_run_counts_the_entries_that_occurred_and_those_that_did_not() -> None:
+    from pytest_metafidelity.checks import Mismatch
+    from pytest_metafidelity.faithful import FidelityResult, Outcome
+    from pytest_metafidelity.suite.runner import SuiteRun
+
+    m = Mismatch("storage", "t0", "untyped_storage().nbytes()", 40, 12)
+    run = SuiteRun(options=None)
+    for reproducer in ("first()", "second()"):
+        result = FidelityResult([
+            Outcome("fake", "known-difference", known=[("storage-sized-to-tensors", m)]),
+            Outcome("meta", "unexpectedly-passing", unexpectedly_passing=["retains-grad"]),
+        ], reproducer)
+        run.record_entries("item", result)
+    assert run.known["item"] == {"storage-sized-to-tensors": 2}
+    assert run.unexpectedly_passing["item"] == {"retains-grad": [2, "first()"]}

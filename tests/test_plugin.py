@@ -216,3 +216,47 @@ def test_failures_are_listed_once_per_signature(pytester: pytest.Pytester) -> No
     assert summary.count("reproducer: ") == len(signatures)
     for f in doc["failures"]:
         assert (pytester.path / f["reproducer_file"]).exists()
+
+
+# A registered difference that never occurs: expected on every tensor the
+# "fake" converter sees, so the suite reports it as unexpectedly passing.
+NEVER_OCCURS = textwrap.dedent(
+    """
+    import pytest
+    from pytest_metafidelity import known_differences as kd
+
+    NEVER = kd.KnownDifference(
+        id="test-never-occurs", check="metadata", attribute="never",
+        applies=lambda case: case.tensor is not None, converters=("fake",),
+        reason="a difference that never occurs",
+        link="https://github.com/pytorch/pytorch/issues/1", reproducer="pass\\n",
+    )
+
+    @pytest.fixture(autouse=True)
+    def never_occurs(monkeypatch):
+        monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [*kd.KNOWN_DIFFERENCES, NEVER])
+    """
+)
+
+
+def test_entries_that_did_not_occur_are_named_with_a_reproducer(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(NEVER_OCCURS)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta,fake",
+        f"--metafidelity-report={report}", *FAST,
+    )
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*metafidelity: known differences that did not occur (fixed upstream?)*",
+        "test-never-occurs (https://github.com/pytorch/pytorch/issues/1): dense through fake (3x)",
+        "    reproducer: *dense-fake-passing-test-never-occurs.py",
+    ])
+    items = {i["converter"]: i for i in json.loads(report.read_text())["items"]}
+    assert items["meta"]["unexpectedly_passing"] == []
+    (passing,) = items["fake"]["unexpectedly_passing"]
+    assert (passing["entry"], passing["examples"]) == ("test-never-occurs", 3)
+    assert items["fake"]["counts"]["unexpectedly-passing"] == 3
+    script = (pytester.path / passing["reproducer_file"]).read_text()
+    assert "known difference test-never-occurs did not occur for dense through fake" in script
+    assert passing["reproducer"] in script and "assert_faithful(" in script

@@ -47,6 +47,21 @@ class SuiteRun:
     tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
     # nodeid -> digest of every case run, in order: equal digests, equal cases
     digests: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # nodeid -> Counter of known-difference entry ids that occurred
+    known: dict[str, Counter] = dataclasses.field(default_factory=dict)
+    # nodeid -> {entry id: [examples in which it did not occur, first reproducer]}
+    unexpectedly_passing: dict[str, dict[str, list[Any]]] = dataclasses.field(
+        default_factory=dict)
+
+    def record_entries(self, nodeid: str, result: Any) -> None:
+        """Which known-difference entries occurred, and which were expected
+        but did not occur (with the first such example's reproducer)."""
+        known = self.known.setdefault(nodeid, Counter())
+        missing = self.unexpectedly_passing.setdefault(nodeid, {})
+        for outcome in result.outcomes:
+            known.update({entry_id for entry_id, _ in outcome.known})
+            for entry_id in outcome.unexpectedly_passing:
+                missing.setdefault(entry_id, [0, result.reproducer])[0] += 1
 
     def start_item(self) -> None:
         self._item_started = time.monotonic()
@@ -160,5 +175,6 @@ def _run_example(
         tally["examples"] += 1
         for outcome in result.outcomes:
             tally[outcome.status] += 1
+        run.record_entries(nodeid, result)
     if any(o.status == FAILED for o in result.outcomes):
         raise FidelityError(result)
