@@ -185,7 +185,7 @@ def test_oracle_looks_for_the_carried_real_tensor_inside_functorch_wrappers() ->
 
         with faulty("fake-real", drop_inner_copy):
             outcome = run("wrappers", b)
-        m = assert_reports(outcome, "oracle", "real_tensor is not None", "t0.unwrapped.real_tensor")
+        assert_reports(outcome, "oracle", "real_tensor is not None", "t0.unwrapped.real_tensor")
         assert not any(m.path == "t0.real_tensor" for m in outcome.mismatches)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,12 +13,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# Build outputs and environments of this checkout: a wheel built next to a
+# stale build/ would ship modules that no longer exist.
+NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",
+                                     ".hypothesis", ".pytest_cache", "metafidelity-reproducers")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source") / "project"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(ROOT)],
+         "-w", str(out), str(source)],
         check=True,
     )
     (path,) = out.glob("pytest_metafidelity-*.whl")
@@ -32,6 +41,17 @@ def test_wheel_maps_strategies_under_the_package(wheel: Path) -> None:
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "[pytest11]" in text and "pytest_metafidelity.plugin" in text
+
+
+def test_wheel_ships_every_source_module(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    sources = [p.relative_to(ROOT).as_posix() for p in (ROOT / "pytest_metafidelity").rglob("*.py")]
+    sources += ["pytest_metafidelity/strategies/" + p.relative_to(ROOT / "strategies").as_posix()
+                for p in (ROOT / "strategies").rglob("*.py")]
+    missing = sorted(set(sources) - names)
+    assert not missing, f"modules left out of the wheel (pyproject packages?): {missing}"
+    extra = sorted(n for n in names - set(sources) if n.endswith(".py"))
+    assert not extra, f"modules in the wheel with no source: {extra}"
 
 
 def test_wheel_imports_like_the_editable_install(wheel: Path, tmp_path: Path) -> None:
