@@ -10,7 +10,9 @@ environment in .venv with the pinned dev dependencies (requirements-dev.txt:
 torch==2.13.0, CPU build) and this package installed in editable mode.
 ``test-oldest`` does the same in .venv-oldest with the oldest torch that
 pyproject.toml admits (torch>=2.11: torch==2.11.0, a CUDA build of several
-GB from PyPI, which runs on the CPU; it needs OLDEST_FREE_GB of free disk).
+GB from PyPI, which runs on the CPU).  When the disk has less than
+OLDEST_FREE_GB free or the registry cannot provide that torch, test-oldest
+says why and exits with status 75, which CI reports as a skip.
 An environment is reinstalled only when its inputs change.  Needs nothing
 but python3 and access to the package registries.
 """
@@ -36,6 +38,9 @@ COMMANDS = {
     "test-oldest": TESTS,
 }
 OLDEST_FREE_GB = 12  # the CUDA build of torch and its libraries, plus pip's cache
+# Exit status of test-oldest when its environment cannot be set up (EX_TEMPFAIL;
+# pytest never exits with it).
+UNAVAILABLE = 75
 
 
 def oldest_torch() -> str:
@@ -89,6 +94,23 @@ def free_gb(path: Path) -> float:
     return shutil.disk_usage(path).free / 2**30
 
 
+def oldest_environment() -> Path | None:
+    """.venv-oldest, or None (with the reason on stderr) when this machine
+    has no room for it or the registry cannot provide it."""
+    if not venv_python(venv_dir("test-oldest")).exists():
+        free = free_gb(ROOT)
+        if free < OLDEST_FREE_GB:
+            print(f"dev.py: test-oldest needs {OLDEST_FREE_GB} GB free for torch=={oldest_torch()} "
+                  f"(a CUDA build); {free:.1f} GB free here", file=sys.stderr)
+            return None
+    try:
+        return ensure_environment("test-oldest")
+    except subprocess.CalledProcessError as e:
+        print(f"dev.py: test-oldest could not install its environment ({' '.join(e.cmd[-3:])} "
+              f"exited {e.returncode})", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(__doc__.strip(), file=sys.stderr)
@@ -96,13 +118,12 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     command = argv[0]
-    if command == "test-oldest" and not venv_python(venv_dir(command)).exists():
-        free = free_gb(ROOT)
-        if free < OLDEST_FREE_GB:
-            print(f"dev.py: test-oldest needs {OLDEST_FREE_GB} GB free for torch=={oldest_torch()} "
-                  f"(a CUDA build); {free:.1f} GB free here", file=sys.stderr)
-            return 3
-    python = ensure_environment(command)
+    if command == "test-oldest":
+        python = oldest_environment()
+        if python is None:
+            return UNAVAILABLE
+    else:
+        python = ensure_environment(command)
     return subprocess.run([str(python), *COMMANDS[command], *argv[1:]], cwd=ROOT).returncode
 
 
