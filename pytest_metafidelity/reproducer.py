@@ -3,7 +3,8 @@
 Tensors drawn from our strategies carry their recipe, which is replayed
 verbatim.  For tensors made by hand, :func:`describe_as_recipe` writes a
 recipe from their metadata (dense strided tensors, views and shared storages;
-other layouts get a comment saying what could not be rebuilt).
+other layouts get a comment saying what could not be rebuilt), with the
+storages' bytes when they are small enough to print.
 """
 
 from __future__ import annotations
@@ -32,8 +33,14 @@ def _outputs_matching(recipe: Recipe, tensors: Sequence[Any]) -> tuple[str, ...]
     return None
 
 
+# Storages up to this size are rebuilt with their bytes (values matter to the
+# checks of carried real tensors); larger ones, and meta storages, are empty.
+MAX_STORAGE_BYTES_KEPT = 4096
+
+
 def describe_as_recipe(tensors: Sequence[Any]) -> Recipe:
-    """Write a recipe from the tensors' metadata alone (values are not kept)."""
+    """Write a recipe from the tensors' metadata and, for storages of at most
+    MAX_STORAGE_BYTES_KEPT bytes, their contents."""
     b = _Describer()
     names = [b.tensor(t) for t in tensors]
     return Recipe(tuple(b.lines), tuple(names), (), (), ("described",))
@@ -84,10 +91,7 @@ class _Describer:
             if key not in self.storages:
                 sname = self.fresh("s")
                 self.storages[key] = sname
-                nbytes = storage.nbytes()
-                self.lines.append(
-                    f"{sname} = torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
-                )
+                self.lines.append(f"{sname} = {_storage_expr(storage, dev)}")
             self.lines.append(
                 f"{name} = torch.empty(0, dtype={t.dtype}{dev}).set_("
                 f"{self.storages[key]}, {offset}, {shape}, {stride})"
@@ -98,6 +102,24 @@ class _Describer:
             self.lines.append(f"{name} = {name}.conj()  # conj bit")
         if t.is_neg():
             self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
+
+
+def _storage_expr(storage: Any, dev: str) -> str:
+    """Source for a storage of the same size: with the same bytes when it is
+    small and its bytes can be read, else uninitialized."""
+    torch = _torch()
+    nbytes = storage.nbytes()
+    if 0 < nbytes <= MAX_STORAGE_BYTES_KEPT and storage.device.type != "meta":
+        try:
+            data = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+            hex_bytes = bytes(data.cpu().tolist()).hex()
+        except Exception:  # a storage without readable data
+            pass
+        else:
+            to = f".to({str(storage.device)!r})" if dev else ""
+            return (f"torch.frombuffer(bytearray.fromhex({hex_bytes!r}), dtype=torch.uint8)"
+                    f".clone(){to}.untyped_storage()")
+    return f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
 
 
 def _torch() -> Any:

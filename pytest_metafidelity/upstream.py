@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import warnings
 from typing import Sequence
 
 from .known_differences import KNOWN_DIFFERENCES, KnownDifference, by_id
@@ -39,7 +40,10 @@ def title(entry: KnownDifference) -> str:
 def draft_issue(entry: KnownDifference, torch_version: str | None = None) -> str:
     """The markdown body of a bug report for ``entry``."""
     if torch_version is None:
-        import torch
+        with warnings.catch_warnings():
+            # torch warns at import when numpy is absent; it is not needed here.
+            warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+            import torch
 
         torch_version = torch.__version__
     converters = ", ".join(entry.converters) if entry.converters else "every converter"

@@ -472,3 +472,32 @@ def test_suite_run_counts_the_entries_that_occurred_and_those_that_did_not() -> 
         run.record_entries("item", result)
     assert run.known["item"] == {"storage-sized-to-tensors": 2}
     assert run.unexpectedly_passing["item"] == {"retains-grad": [2, "first()"]}
+
+
+def test_view_reading_between_its_bases_elements_carries_uninitialized_values() -> None:
+    # Found by the suite (view_family through fake-real): the carried storage
+    # holds only the base's elements, and an as_strided view reads between them.
+    x = torch.arange(9.0) + 0.5
+    base = torch.empty(0).set_(x.untyped_storage(), 0, (1, 3), (5, 3))
+    view = base.as_strided((3, 2), (1, 2), 1)
+    outcome = check_faithful(base, view, converters=["fake-real"], checks=["oracle"],
+                             order=[1, 0]).outcomes[0]
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [entry for entry, _ in outcome.known] == ["real-values-not-copied"]
+    assert [m.path for _, m in outcome.known] == ["t2.real_tensor"]  # the view, as the
+    # reproducer names it (t0, s1, t2)
+
+
+def test_reproducer_of_hand_made_tensors_keeps_small_storages_bytes() -> None:
+    x = torch.arange(9.0) + 0.5
+    base = torch.empty(0).set_(x.untyped_storage(), 0, (1, 3), (5, 3))
+    view = base.as_strided((3, 2), (1, 2), 1)
+    large = torch.randn(2048)  # 8 KiB: rebuilt uninitialized
+    result = check_faithful(base, view, large, converters=["meta"], checks=["metadata"])
+    namespace: dict = {}
+    exec(result.reproducer.split("\nfrom pytest_metafidelity")[0], namespace)
+    t_base, t_view, t_large = (namespace[n] for n in ("t0", "t2", "t3"))
+    assert torch.equal(t_base, base) and torch.equal(t_view, view)
+    assert t_base.untyped_storage().nbytes() == x.untyped_storage().nbytes()
+    assert t_large.shape == large.shape and "torch.empty(8192, dtype=torch.uint8)" in \
+        result.reproducer
