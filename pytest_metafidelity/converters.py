@@ -282,10 +282,28 @@ def _unwrapped(t: Any) -> Any:
 def crashing_copy(t: Any) -> bool:
     """True when converting ``t`` with real-tensor propagation would copy the
     values of a tensor whose storage is smaller than the tensor (MetaConverter
-    copies tensors whose type is exactly torch.Tensor)."""
+    copies tensors whose type is exactly torch.Tensor).  From torch 2.14 it
+    also copies through a Python FunctionalTensor, so what one wraps counts
+    too (on older torch that refuses a few conversions that would not crash)."""
     import torch
 
-    return any(type(u) is torch.Tensor and storage_too_small(u) for u in _family(t))
+    def family() -> Iterator[Any]:
+        for u in _family(t):
+            yield u
+            elem = _functional_tensor_elem(u)
+            if elem is not None:
+                yield from _family(elem)
+
+    return any(type(u) is torch.Tensor and storage_too_small(u) for u in family())
+
+
+def _functional_tensor_elem(t: Any) -> Any:
+    """The C++ functional tensor a Python FunctionalTensor wraps, or None."""
+    try:
+        from torch._subclasses.functional_tensor import FunctionalTensor
+    except Exception:  # pragma: no cover - depends on torch
+        return None
+    return t.elem if isinstance(t, FunctionalTensor) else None
 
 
 def _refuse_crashing_copy(t: Any) -> None:

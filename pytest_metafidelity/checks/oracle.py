@@ -118,10 +118,14 @@ def oracle_check(conv: Conversion) -> list[Mismatch]:
 
 
 def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
     from ._util import carried_real, functorch_unwrapped
 
     if functorch_unwrapped(real) is not None:
         return []  # carried by the innermost fake, checked at f"{path}.unwrapped"
+    if is_traceable_wrapper_subclass(fake):
+        return []  # a wrapper has no data: its inner fakes carry theirs (``wrappers``)
     carried = carried_real(fake)
     where = f"{path}.real_tensor"
     if carried is None:
