@@ -98,7 +98,6 @@ def _view_of(draw: Any, b: RecipeBuilder, base: str) -> str:
 
 @kind("autograd_leaf", "leaf that requires grad (any layout of a grad-capable dtype), or a detached leaf")
 def autograd_leaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("autograd_leaf")
     how = draw(st.sampled_from(["requires_grad_", "detached_from_graph"]))
     event(f"autograd_leaf: {how}")
     if how == "requires_grad_":
@@ -111,7 +110,6 @@ def autograd_leaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
 
 @kind("autograd_nonleaf", "non-leaf (result of an op on a leaf requiring grad), with retain_grad()")
 def autograd_nonleaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("autograd_nonleaf")
     x = draw_leaf(draw, b, cfg)
     y = draw_op(draw, b, x)
     retain = draw(st.sampled_from(["none", "retain_grad", "retain_grad_backward"]))
@@ -139,7 +137,6 @@ VIEW_CASES = (
 
 @kind("autograd_view", "views of leaves requiring grad, no_grad views, base/view differing in requires_grad")
 def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("autograd_view")
     case = draw(st.sampled_from(VIEW_CASES))
     event(f"autograd_view: {case}")
     if case == "view_of_leaf_requiring_grad":
@@ -181,7 +178,6 @@ GRAD_CASES = ("contiguous", "noncontiguous", "backward", "view_of_other", "grad_
 
 @kind("grad_attached", ".grad attached: contiguous, non-contiguous, by backward, a view, another grad_dtype")
 def grad_attached_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("grad_attached")
     case = draw(st.sampled_from(GRAD_CASES))
     if case.startswith("grad_dtype") and not has_grad_dtype():
         case = "contiguous"
@@ -221,7 +217,6 @@ def grad_attached_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
 @kind("grad_alias", ".grad aliasing another tensor: another output, a view of one, shared, or itself",
       family=True)
 def grad_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("grad_alias")
     case = draw(st.sampled_from(["grad_is_other", "grad_view_of_other", "shared_grad", "grad_aliases_self"]))
     event(f"grad_alias: {case}")
     x = draw_leaf(draw, b, cfg, requires_grad=None,
@@ -257,7 +252,6 @@ PARAMETER_CASES = ("parameter", "parameter_no_grad", "view_of_parameter", "param
 @kind("parameter", "nn.Parameter (requiring grad or not, with .grad, of a view), its views, nn.Buffer")
 def parameter_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
-    b.kind("parameter")
     case = draw(st.sampled_from(PARAMETER_CASES))
     if case == "buffer" and not hasattr(torch.nn, "Buffer"):
         case = "parameter"
@@ -286,7 +280,6 @@ INFERENCE_CASES = ("inference_tensor", "inference_view", "normal_view_in_inferen
 
 @kind("inference", "inference-mode tensors and their views; views of normal tensors made in inference mode")
 def inference_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("inference")
     case = draw(st.sampled_from(INFERENCE_CASES))
     event(f"inference: {case}")
     if case == "inference_tensor":

@@ -91,5 +91,4 @@ def draw_conj_neg(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     unavailable=_unavailable,
 )
 def conj_neg_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("conj_neg")
     return [draw_conj_neg(draw, b, cfg)]

@@ -98,5 +98,4 @@ def draw_dense(
 
 @kind("dense", "dense strided leaf: any dtype, strides, offset, channels_last, odd storages")
 def dense_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("dense")
     return [draw_dense(draw, b, cfg)]

@@ -149,5 +149,4 @@ def draw_dtype_view(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     unavailable=_unavailable,
 )
 def dtype_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("dtype_view")
     return [draw_dtype_view(draw, b, cfg)]

@@ -95,7 +95,6 @@ def draw_set_aliases(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     family=True,
 )
 def set_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("set_alias")
     return draw_set_aliases(draw, b, cfg)
 
 
@@ -162,5 +161,4 @@ def draw_view_family(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     family=True,
 )
 def view_family_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("view_family")
     return draw_view_family(draw, b, cfg)

@@ -267,14 +267,12 @@ def draw_sparse_compressed(
     unavailable=_layout_unavailable("sparse_coo", "sparse_coo_tensor"),
 )
 def sparse_coo_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("sparse_coo")
     return [draw_sparse_coo(draw, b, cfg)]
 
 
 def _register_compressed(layout: str, summary: str) -> None:
     @kind(layout, summary, unavailable=_layout_unavailable(layout, f"{layout}_tensor"))
     def compressed_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-        b.kind(layout)
         return [draw_sparse_compressed(draw, b, cfg, layout)]
 
 

@@ -366,7 +366,6 @@ def _autograd_case(draw: Draw, b: RecipeBuilder, s: str, kind_name: str) -> str:
 @kind("two_tensor", "TwoTensor of two dense tensors alike in metadata (or one tensor twice)",
       unavailable=_two_tensor_unavailable)
 def two_tensor_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("two_tensor")
     s = draw_wrapped(draw, b, cfg, [TWO_TENSOR], layouts=COMPUTE_LAYOUTS)
     return [_autograd_case(draw, b, s, "two_tensor")]
 
@@ -374,7 +373,6 @@ def two_tensor_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
 @kind("two_tensor_nested", "subclass of subclass: TwoTensor of TwoTensors, and mixes with ScaledTensor "
       "and registered subclasses", unavailable=_two_tensor_unavailable)
 def two_tensor_nested_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("two_tensor_nested")
     pool = _pool()
     outer = draw(st.sampled_from(pool))
     inner = draw(st.sampled_from(pool))
@@ -386,7 +384,6 @@ def two_tensor_nested_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list
 
 @kind("subclass_view", "views (view-op chains) of wrapper subclass instances")
 def subclass_view_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("subclass_view")
     pool = _pool()
     specs = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2))
     s = draw_wrapped(draw, b, cfg, specs, layouts=("contiguous", "strided", "channels_last"))
@@ -396,7 +393,6 @@ def subclass_view_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
 @kind("subclass_ctx", "a subclass with a non-None flatten context (ScaledTensor: float scale, str label), "
       "of a dense tensor, a view, or another subclass")
 def subclass_ctx_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("subclass_ctx")
     case = draw(st.sampled_from(["dense", "of_view", "of_subclass", "view_of_it"]))
     event(f"subclass_ctx: {case}")
     if case == "of_subclass":
@@ -420,7 +416,6 @@ def _user_unavailable() -> str | None:
 @kind("user_subclass", "subclasses registered with register_subclass(): plain, viewed, inside TwoTensor",
       unavailable=_user_unavailable)
 def user_subclass_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("user_subclass")
     users = [h.spec for h in _REGISTERED.values()]
     if not users:
         raise InvalidArgument(
@@ -451,7 +446,6 @@ def _njt_unavailable() -> str | None:
 @kind("nested_jagged", "nested jagged tensors (NJT): from values+offsets, with lengths, from a list, "
       "transposed, requiring grad", unavailable=_njt_unavailable)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("nested_jagged")
     case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed", "requires_grad"]))
     event(f"nested_jagged: {case}")
     dtype = draw(cfg.dtypes.filter(grad_capable) if case == "requires_grad" else cfg.dtypes)
@@ -493,7 +487,6 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
       "views of another's inner tensors, a wrapper and its view, a wrapper and its own inner tensor",
       family=True)
 def subclass_family_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("subclass_family")
     spec = draw(st.sampled_from(_pool()))
     case = draw(st.sampled_from(["shared_inner", "inner_views", "wrapper_and_view", "wrapper_and_inner"]))
     event(f"subclass_family: {case} ({spec.name})")

@@ -103,7 +103,6 @@ def draw_view_chain(
 
 @kind("view", "chains of view ops (slice, transpose, expand, as_strided, ...) of a dense base")
 def view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("view")
     base = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"))
     view = draw_view_chain(draw, b, base)
     if view == base:  # every drawn op was inapplicable: take a plain alias view

@@ -61,7 +61,6 @@ FUNCTIONAL_CASES = ("plain", "of_view", "requires_grad", "mutated", "pending_vie
       "mutated, with pending view updates, or mirroring requires_grad", unavailable=_functional_unavailable)
 def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
-    b.kind("functional")
     case = draw(st.sampled_from(FUNCTIONAL_CASES))
     if case == "requires_grad" and not hasattr(torch, "_mirror_autograd_meta_to"):
         case = "plain"
@@ -96,7 +95,6 @@ def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
 @kind("functional_view", "view of a C++ functional tensor (the converter refuses these by design)",
       unavailable=_functional_unavailable)
 def functional_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("functional_view")
     x = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"), allow_grad=False)
     f = b.let(f"torch._to_functional_tensor({x})")
     t = b[f]
@@ -128,7 +126,6 @@ def _ft_unavailable() -> str | None:
 @kind("functional_tensor_mode", "FunctionalTensor under a live FunctionalTensorMode: wrapped, made by a "
       "factory, viewed, mutated, requiring grad", unavailable=_ft_unavailable, needs_context=True)
 def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("functional_tensor_mode")
     case = draw(st.sampled_from(FT_CASES))
     event(f"functional_tensor_mode: {case}")
     b.need(FT_MODULE)
@@ -263,7 +260,6 @@ def _top_case(draw: Any, b: RecipeBuilder, t: str, prefix: str, cases: tuple[str
 @kind("functorch_batched", "functorch BatchedTensor inside live vmap levels (nested vmap/grad levels too)",
       unavailable=_functorch_unavailable, needs_context=True)
 def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("functorch_batched")
     t = _draw_functorch(draw, b, cfg, "vmap")
     return [_top_case(draw, b, t, "functorch_batched", ("wrapped", "view"))]
 
@@ -271,6 +267,5 @@ def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[
 @kind("functorch_grad", "functorch GradTrackingTensor inside a live grad level (under vmap/grad levels "
       "too): leaf, requiring grad, non-leaf, view", unavailable=_functorch_unavailable, needs_context=True)
 def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    b.kind("functorch_grad")
     t = _draw_functorch(draw, b, cfg, "grad")
     return [_top_case(draw, b, t, "functorch_grad", ("wrapped", "nonleaf", "view"))]
