@@ -172,6 +172,8 @@ class FidelitySession:
         from .report import (PROPERTY, crash_errors, exit_crash_record, failure_records,
                              fidelity_errors, item_record, unexpectedly_passing_records)
 
+        if self.run.journal is not None:
+            self.run.journal.disarm()
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
         directory = self.reproducers
         failures = []

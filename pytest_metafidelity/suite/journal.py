@@ -6,7 +6,8 @@ the process overwrites one small file with the example's item, recipe
 source, conversion order and Hypothesis choice sequence; faulthandler writes
 the Python frames of a fatal signal to a second file; and a per-example
 timer (``faulthandler.dump_traceback_later(exit=True)``) turns a hang into
-the same kind of death, with the frames of every thread.  Whoever outlives
+the same kind of death, with the frames of every thread (the timer is
+re-armed as examples begin and stopped when an item ends).  Whoever outlives
 the process -- the xdist controller, or the next run -- reads both files
 and reports the case (:mod:`.crashes`).
 
@@ -22,10 +23,12 @@ import faulthandler
 import json
 import os
 import sys
+import time
 from typing import IO, Any
 
 IDLE = "idle"
 RUNNING = "running"
+_NEVER = float("-inf")
 
 
 @dataclasses.dataclass
@@ -67,7 +70,9 @@ class Journal:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         self._faults: IO[str] = open(self.faults_path, "w")
         self._previous_faulthandler: bool | None = None  # until the first example
-        self._write(JournalEntry(IDLE, os.getpid()))
+        self._armed_at = _NEVER
+        self._idle = json.dumps(vars(JournalEntry(IDLE, os.getpid()))).encode()
+        self._write_bytes(self._idle)
 
     def _take_faulthandler(self) -> None:
         """Point faulthandler's fatal-signal report at our file -- at the
@@ -76,31 +81,42 @@ class Journal:
         faulthandler.enable(file=self._faults, all_threads=True)
 
     def _write(self, entry: JournalEntry) -> None:
-        data = json.dumps(dataclasses.asdict(entry)).encode()
+        self._write_bytes(json.dumps(vars(entry)).encode())
+
+    def _write_bytes(self, data: bytes) -> None:
         # Overwrite in place; the JSON is self-delimiting, so a shorter entry
         # needs the tail cut too.
         os.pwrite(self._fd, data, 0)
         os.ftruncate(self._fd, len(data))
 
     def begin(self, entry: JournalEntry) -> None:
-        """Record ``entry`` as running and arm the hang timer."""
+        """Record ``entry`` as running; make sure the hang timer is armed."""
         entry.timeout = self.timeout
         entry.pid = os.getpid()
         if self._previous_faulthandler is None:
             self._take_faulthandler()
         self._write(entry)
         if self.timeout:
-            faulthandler.dump_traceback_later(self.timeout, exit=True, file=self._faults)
+            # Arming starts (and disarming joins) a watchdog thread: costly
+            # per example.  So the timer is re-armed only once a tenth of the
+            # limit has passed: an example gets between 90% and 100% of it.
+            now = time.monotonic()
+            if now - self._armed_at > self.timeout / 10:
+                faulthandler.dump_traceback_later(self.timeout, exit=True, file=self._faults)
+                self._armed_at = now
 
     def end(self) -> None:
-        """The example finished (passed or failed in Python): disarm."""
-        if self.timeout:
+        """The example finished (passed or failed in Python)."""
+        self._write_bytes(self._idle)
+
+    def disarm(self) -> None:
+        """No example runs for a while (the item is over): stop the timer."""
+        if self.timeout and self._armed_at != _NEVER:
             faulthandler.cancel_dump_traceback_later()
-        self._write(JournalEntry(IDLE, os.getpid()))
+            self._armed_at = _NEVER
 
     def close(self, remove: bool = True) -> None:
-        if self.timeout:
-            faulthandler.cancel_dump_traceback_later()
+        self.disarm()
         if self._previous_faulthandler:
             faulthandler.enable(file=sys.__stderr__ or sys.stderr, all_threads=True)
         elif self._previous_faulthandler is not None:

@@ -1,0 +1,225 @@
+"""The parts of long runs, one at a time: the time budget, the progress
+line, the journal, crash classification, child processes and known crashes
+run in them."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import time
+
+import pytest
+import torch
+
+from pytest_metafidelity import check_faithful
+from pytest_metafidelity.child import Ending, run_in_child
+from pytest_metafidelity.converters import (ConversionCrash, known_crash,
+                                            run_known_crashes_in_children)
+from pytest_metafidelity.suite import crashes, journal
+from pytest_metafidelity.suite.budget import MIN_EXAMPLES, TimeBudget
+from pytest_metafidelity.suite.progress import Progress
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# -- the time budget ----------------------------------------------------------
+
+
+def test_budget_slices_what_is_left_among_the_items_left() -> None:
+    clock = Clock()
+    budget = TimeBudget(100.0, n_items=4, clock=clock)
+    first = budget.start_item()
+    assert first.slice == 25.0
+    clock.now += 10.0  # the first item gave 15 s back
+    assert budget.start_item().slice == 30.0  # 90 s over 3 items
+
+
+def test_budget_rounds_fill_the_slice_from_the_latest_rounds_cost() -> None:
+    clock = Clock()
+    budget = TimeBudget(10.0, n_items=1, clock=clock)
+    item = budget.start_item()
+    assert budget.next_round(item) == MIN_EXAMPLES  # nothing measured yet
+    clock.now += 3.0  # warm-up: 1 s per example
+    budget.finish_round(item, MIN_EXAMPLES, 3.0, found_new=True)
+    # 7 s left at 1 s per example: 7, within the growth cap (4x 3 examples).
+    assert budget.next_round(item) == 7
+    clock.now += 0.3
+    budget.finish_round(item, 7, 0.3, found_new=False)  # 0.04 s per example
+    assert budget.next_round(item) == 28  # 4x the last round, though 167 would fit
+    clock.now = budget.started + 10.0
+    assert budget.next_round(item) == 0  # the slice is spent
+
+
+def test_budget_gives_an_item_that_finds_something_new_more_time_once() -> None:
+    clock = Clock()
+    budget = TimeBudget(100.0, n_items=2, clock=clock)
+    item = budget.start_item()
+    budget.finish_round(item, 3, 1.0, found_new=True)  # the first round always does
+    assert item.slice == 50.0 and not item.extended
+    budget.finish_round(item, 3, 1.0, found_new=True)
+    assert item.slice == 75.0 and item.extended
+    budget.finish_round(item, 3, 1.0, found_new=True)
+    assert item.slice == 75.0
+
+
+# -- the progress line --------------------------------------------------------
+
+
+def _record(examples: int, *, failed: bool = False, crashed: int = 0) -> dict:
+    return {"counts": {"examples": examples, "crashed": crashed, "hung": 0},
+            "failures": [{"x": 1}] if failed else []}
+
+
+def test_progress_line_is_rate_limited_and_says_how_far() -> None:
+    clock, lines = Clock(), []
+    progress = Progress(lines.append, budget=3600.0, clock=clock, interval=5.0, total_items=10)
+    clock.now += 1.0
+    progress.item_done(_record(100))
+    assert lines == []  # less than 5 s since the start
+    clock.now += 9.0
+    progress.item_done(_record(100, failed=True, crashed=1))
+    assert lines == ["metafidelity progress: 2/10 items, 200 examples (20.0/s), 1 failed, "
+                     "1 crashed, 0 hung, 59 min 50 s left"]
+    clock.now += 1.0
+    progress.item_done(_record(5))
+    assert len(lines) == 1
+
+
+def test_progress_without_a_budget_estimates_the_time_left() -> None:
+    clock = Clock()
+    progress = Progress(lambda line: None, budget=None, clock=clock, total_items=4)
+    clock.now += 30.0
+    progress.item_done(_record(10))
+    assert progress.line(clock.now).endswith("1 min 30 s left (estimated)")
+
+
+# -- the journal and what a dead process left ----------------------------------
+
+
+def test_journal_keeps_the_running_example_until_it_ends(tmp_path) -> None:
+    j = journal.Journal(str(tmp_path), "w", timeout=None)
+    try:
+        assert journal.read(str(tmp_path), "w") is None  # idle
+        j.begin(journal.JournalEntry(journal.RUNNING, 0, nodeid="n", kind="view",
+                                     converter="fake", recipe="x = 1\n", example=4))
+        remains = journal.read(str(tmp_path), "w")
+        assert remains is not None
+        assert (remains.entry.nodeid, remains.entry.example, remains.entry.pid) == (
+            "n", 4, os.getpid())
+        j.end()
+        assert journal.read(str(tmp_path), "w") is None
+    finally:
+        j.close()
+    assert not os.listdir(tmp_path)
+
+
+def test_abandoned_journals_are_those_of_dead_processes(tmp_path) -> None:
+    run = tmp_path / "run-1"
+    run.mkdir()
+    dead = _dead_pid()
+    for name, pid in (("dead", dead), ("alive", os.getpid())):
+        (run / f"{name}.json").write_text(
+            json.dumps({"state": "running", "pid": pid, "nodeid": name}))
+    (run / "dead.faults").write_text("Fatal Python error: Segmentation fault\n")
+    (found,) = journal.abandoned(str(tmp_path))
+    assert found.entry.nodeid == "dead" and "Segmentation fault" in found.faults
+
+
+def _dead_pid() -> int:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    return pid
+
+
+SEGFAULT_REPORT = """Fatal Python error: Segmentation fault
+
+Thread 0x00007f00 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 320 in wait
+
+Current thread 0x00007f01 (most recent call first):
+  File "/x/site-packages/torch/_subclasses/meta_utils.py", line 900 in meta_tensor
+  File "/x/pytest_metafidelity/converters.py", line 98 in convert
+"""
+
+
+@pytest.mark.parametrize("faults, returncode, expected", [
+    (SEGFAULT_REPORT, None, ("crashed", "SIGSEGV", None)),
+    ("Fatal Python error: Aborted\n", -6, ("crashed", "SIGABRT", None)),
+    ("Timeout (0:00:05)!\nThread 0x1 (most recent call first):\n", 1, ("hung", None, 1)),
+    ("", -9, ("crashed", "SIGKILL", None)),
+    ("", 3, ("crashed", None, 3)),
+])
+def test_classify_a_dead_process(faults, returncode, expected) -> None:
+    assert crashes.classify(faults, returncode) == expected
+
+
+def test_last_frames_are_those_of_the_thread_running_the_example() -> None:
+    frames = crashes.last_frames(SEGFAULT_REPORT)
+    assert frames.startswith("Current thread 0x00007f01")
+    assert "meta_utils.py" in frames and "threading.py" not in frames
+
+
+# -- child processes and known crashes ---------------------------------------
+
+
+@pytest.mark.parametrize("body, expected", [
+    (lambda: None, Ending(exit_status=0)),
+    (lambda: 1 / 0, Ending(exit_status=1)),
+    (lambda: ctypes.string_at(0), Ending(signal="SIGSEGV")),
+    (os.abort, Ending(signal="SIGABRT")),
+])
+def test_run_in_child_says_how_the_child_ended(body, expected) -> None:
+    assert run_in_child(body, timeout=30) == expected
+
+
+def test_run_in_child_kills_a_child_past_its_time() -> None:
+    def sleep_a_year() -> None:
+        time.sleep(3600 * 24 * 365)
+
+    start = time.monotonic()
+    assert run_in_child(sleep_a_year, timeout=0.5) == Ending(hung=True)
+    assert time.monotonic() - start < 10
+
+
+@pytest.fixture
+def known_crashes_run():
+    run_known_crashes_in_children(True)
+    yield
+    run_known_crashes_in_children(False)
+
+
+def test_known_crash_is_not_attempted_by_default() -> None:
+    attempted = []
+    with pytest.raises(ConversionCrash, match="not attempted"):
+        known_crash("it segfaults", lambda: attempted.append(1))
+    assert attempted == []
+
+
+def test_known_crash_that_still_crashes_in_a_child(known_crashes_run) -> None:
+    with pytest.raises(ConversionCrash, match="attempted in a child process, which killed by "
+                                              "SIGSEGV"):
+        known_crash("it segfaults", lambda: ctypes.string_at(0))
+
+
+def test_known_crash_that_no_longer_crashes_lets_the_conversion_run(known_crashes_run) -> None:
+    assert known_crash("it used to segfault", lambda: None) is None
+
+
+def test_torchs_registered_segfault_runs_in_a_child_and_still_occurs(known_crashes_run) -> None:
+    # real-zero-byte-storage-segfault: fake-real copies past a 0-byte storage.
+    t = torch.randn(4)
+    t.untyped_storage().resize_(0)
+    outcome = check_faithful(t, converters=["fake-real"]).outcomes[0]
+    assert outcome.status == "known-difference", outcome.describe()
+    ((entry, mismatch),) = outcome.known
+    assert entry == "real-zero-byte-storage-segfault"
+    assert "attempted in a child process, which killed by SIGSEGV" in mismatch.fake
