@@ -42,15 +42,25 @@ def _quiet_trace_log() -> Iterator[None]:
     """Keep torch's structured-trace DEBUG records (one per symbol created)
     out of the logs that pytest captures (pytest attaches its handler to
     non-propagating loggers too).  With TORCH_TRACE set the user asked for
-    those traces, and they are left alone."""
+    those traces, and they are left alone.
+
+    The logger's handlers are detached too: torch's ``trace_structured``
+    builds each record (a captured Python stack per symbol: about a third
+    of a dynamic conversion) whenever the logger has a handler, before
+    logging drops it.  Torch's own lazy handler, installed at import, only
+    removes itself when it first emits, which a disabled logger never
+    does."""
     logger = logging.getLogger("torch.__trace")
     if os.environ.get("TORCH_TRACE") or logger.disabled:
         yield
         return
+    handlers = logger.handlers
     logger.disabled = True
+    logger.handlers = []
     try:
         yield
     finally:
+        logger.handlers = handlers
         logger.disabled = False
 
 

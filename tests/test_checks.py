@@ -324,6 +324,43 @@ def test_memo_reports_converted_tensors_kept_alive() -> None:
     assert_passes("memo", t)
 
 
+def test_memo_probes_release_on_the_conversion_under_test() -> None:
+    # check_faithful does not convert again: the converter under test must
+    # release its own results once check_faithful drops them.
+    t = torch.randn(3)
+    made: list[Any] = []
+
+    def count(conv: Any, real: Any, fake: Any) -> Any:
+        made.append(type(conv).__name__)
+        return fake
+
+    with faulty("fake", count):
+        assert_passes("memo", t, converter="faulty")
+    assert made == ["Faulty", "Faulty"]  # the conversion and memo's convert() again
+
+
+def test_memo_on_a_hand_built_conversion_converts_again_to_see_releases() -> None:
+    from pytest_metafidelity.checks.memo import memo_check
+
+    t = torch.randn(3)
+
+    def leak(conv: Any, real: Any, fake: Any) -> Any:
+        type(conv).kept = [*getattr(type(conv), "kept", []), fake]
+        return fake
+
+    with faulty("fake", leak):
+        converter = make_converter("faulty")
+        conv = Conversion(("t0",), (t,), (converter.convert(t),), converter)
+        found = memo_check(conv)
+    assert [(m.path, m.attribute) for m in found] == [("t0", "released when no longer referenced")]
+
+
+def test_no_known_difference_covers_the_checks_probed_after_triage() -> None:
+    # memo's release probe runs once the converted tensors are dropped, after
+    # the triage: faithful._with_unexplained counts what it finds as unexplained.
+    assert [e.id for e in kd.registry() if "memo" in e.checks] == []
+
+
 def test_memo_covers_bases() -> None:
     base = torch.randn(4)
     view = base[1:]
