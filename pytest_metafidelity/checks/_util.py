@@ -114,12 +114,26 @@ def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple
     from it -- ``_base``, a leaf's ``.grad`` and (with ``inner``) subclass
     inner tensors -- walked in lockstep on both sides.  With ``unique``, each
     (real, fake) pair is listed once (at the first path that reaches it);
-    without, every path is listed (identity checks need them all)."""
-    out: list[tuple[str, Any, Any]] = []
-    seen: set[tuple[int, int]] = set()
-    for name, r, f in conv.pairs():
-        _walk_pair(out, seen, name, r, f, 0, inner, unique)
-    return out
+    without, every path is listed (identity checks need them all).
+
+    Walked once per Conversion and arguments (the checks each ask; the
+    tensors' graph does not change while they run): the list is the
+    Conversion's, not to be modified."""
+    cache = getattr(conv, "_related_walks", None)
+    if cache is None:
+        cache = {}
+        try:
+            conv._related_walks = cache
+        except AttributeError:  # not a checks.Conversion
+            pass
+    key = (inner, unique)
+    walked = cache.get(key)
+    if walked is None:
+        walked = cache[key] = []
+        seen: set[tuple[int, int]] = set()
+        for name, r, f in conv.pairs():
+            _walk_pair(walked, seen, name, r, f, 0, inner, unique)
+    return walked
 
 
 # The walks are module-level functions, not closures: a recursive closure is

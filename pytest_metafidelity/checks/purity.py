@@ -165,9 +165,14 @@ def _state_queries() -> dict[str, Callable[[], Any]]:
     }
 
 
+_QUERIES: dict[str, Callable[[], Any]] = {}
+
+
 def read_state() -> dict[str, Any]:
+    if not _QUERIES:  # built once: the queries themselves are read each time
+        _QUERIES.update(_state_queries())
     out = {}
-    for key, query in _state_queries().items():
+    for key, query in _QUERIES.items():
         value = safe(query, _MISSING)
         if value is not _MISSING:
             out[key] = value

@@ -103,6 +103,12 @@ class KnownDifference:
     def active(self, converter: str, version: Any = None) -> bool:
         if self.converters is not None and converter not in self.converters:
             return False
+        if version is None:  # the installed torch: judged once per entry
+            cached = _ACTIVE_HERE.get(id(self))
+            if cached is None or cached[0] is not self:
+                cached = _ACTIVE_HERE[id(self)] = (
+                    self, version_in_range(None, self.since, self.until))
+            return cached[1]
         return version_in_range(version, self.since, self.until)
 
     def matches(self, mismatch: Any, case: Case) -> bool:
@@ -119,6 +125,10 @@ class KnownDifference:
                  else "upstream bug, not yet reported upstream" if self.unfiled
                  else f"upstream bug: {self.link}")
         return f"{self.id} ({where}): {self.reason}"
+
+
+# id(entry) -> (entry, whether the installed torch is in its version range).
+_ACTIVE_HERE: dict[int, tuple[Any, bool]] = {}
 
 
 def _holds(predicate: Callable[[Case], bool], case: Case) -> bool:
@@ -186,8 +196,10 @@ def triage(
     # The tensors inside functorch wrappers are checked by ``wrappers`` only.
     family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)
                     if conversion is not None else [])
-    family = tuple(r for _, r in walk_real(conversion.names, conversion.real)) if conversion \
-        is not None else ()
+    if any(p.endswith(".unwrapped") or ".unwrapped." in p for p, _ in family_nodes):
+        family = tuple(r for _, r in walk_real(conversion.names, conversion.real))
+    else:  # the same walk
+        family = tuple(r for _, r in family_nodes)
 
     def case(path: str, tensor: Any) -> Case:
         return Case(converter, path, tensor, family, conversion)
@@ -209,11 +221,12 @@ def triage(
     # cannot be judged.
     conversion_raised = any(m.check == "conversion" for m in mismatches)
     passing = []
+    node_cases = [case(p, r) for p, r in family_nodes]
     for e in entries:
         if e.id in hit or not set(e.checks) & ran or set(e.checks) & crashed:
             continue
         if conversion_raised and "conversion" in e.checks:
             continue
-        if any(_holds(e.applies, case(p, r)) for p, r in family_nodes):
+        if any(_holds(e.applies, c) for c in node_cases):
             passing.append(e.id)
     return Triage(unexplained, explained, passing, sorted(hit))
