@@ -5,7 +5,8 @@
 Draws CASES_PER_GROUP (default 200) cases per group of kinds once
 (derandomized Hypothesis, so every run measures the same tensors), builds
 them, then times, in ONE process and interleaved round by round (the best of
-ROUNDS rounds, default 3, counts, which damps other load on the machine):
+ROUNDS rounds, default 3, counts; times are the process's CPU time, which
+other load on a shared machine disturbs far less than wall time):
 
 * ``bare``: a fresh converter of the kind check_faithful makes
   (``FakeTensorMode().from_tensor`` for ``fake``; a ``ShapeEnv`` with every
@@ -99,15 +100,15 @@ def checked(converter: str, checks: list[str] | None) -> Callable[[tuple[Any, ..
 
 
 def time_rounds(paths: dict[str, Callable], cases: list, rounds: int) -> dict[str, float]:
-    """Best total seconds per path over ``rounds``; paths interleaved per round."""
+    """Best total CPU seconds per path over ``rounds``; paths interleaved per round."""
     best = {name: float("inf") for name in paths}
     for _ in range(rounds):
         for name, fn in paths.items():
             gc.collect()
-            start = time.perf_counter()
+            start = time.process_time()
             for tensors in cases:
                 fn(tensors)
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], time.process_time() - start)
     return best
 
 
@@ -120,7 +121,7 @@ def main() -> None:
     logging.getLogger("torch").setLevel(logging.CRITICAL)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"torch {__import__('torch').__version__}, {n} cases per group, best of {rounds} "
-          f"rounds, load average {load:.2f} on {os.cpu_count()} CPUs")
+          f"rounds, CPU time, load average {load:.2f} on {os.cpu_count()} CPUs")
     # Warm up imports (torch._dynamo for dynamic shapes) outside the timings.
     warm = draw_cases(["dense"], 2)
     for converter in CONVERTERS:

@@ -413,6 +413,41 @@ def test_registry_entries_are_well_formed() -> None:
         assert e.describe().startswith(e.id)
 
 
+class _CaseWithoutTensor:
+    """A Case whose tensor and path cannot be read."""
+
+    def __init__(self, case: kd.Case) -> None:
+        self.converter, self.family, self.conversion = case.converter, case.family, case.conversion
+
+    @property
+    def tensor(self) -> None:
+        pytest.fail("a family-wide predicate read case.tensor")
+
+    @property
+    def path(self) -> None:
+        pytest.fail("a family-wide predicate read case.path")
+
+
+@pytest.mark.parametrize("entry", [e for e in kd.KNOWN_DIFFERENCES
+                                   if getattr(e.applies, "family_wide", False)],
+                         ids=lambda e: e.id)
+def test_family_wide_predicates_read_no_tensor_of_their_own(entry: kd.KnownDifference) -> None:
+    # The triage asks a family-wide predicate once per case, not per tensor.
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.checks._util import walk_real
+
+    base = torch.randn(4, 4, requires_grad=True)
+    tensors = (base[1:].t(), torch.randn(3).to_sparse())
+    names = ("t0", "t1")
+    converter = make_converter("fake")
+    fakes = tuple(converter.convert(t) for t in tensors)
+    conv = Conversion(names, tensors, fakes, converter, order=(0, 1))
+    family = tuple(t for _, t in walk_real(names, tensors))
+    answers = {bool(entry.applies(_CaseWithoutTensor(kd.Case("fake", p, t, family, conv))))
+               for p, t in walk_real(names, tensors)}
+    assert len(answers) == 1
+
+
 CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-grad-abort")
 
 

@@ -227,6 +227,8 @@ def triage(
             continue
         if conversion_raised and "conversion" in e.checks:
             continue
-        if any(_holds(e.applies, c) for c in node_cases):
+        # A family-wide predicate holds for every node or for none.
+        judged = node_cases[:1] if getattr(e.applies, "family_wide", False) else node_cases
+        if any(_holds(e.applies, c) for c in judged):
             passing.append(e.id)
     return Triage(unexplained, explained, passing, sorted(hit))

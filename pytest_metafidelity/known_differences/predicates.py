@@ -20,6 +20,14 @@ REAL_CONVERTERS = ("fake-real", "fake-real-dynamic")
 SUB_BYTE_DTYPES = tuple(f"{p}int{i}" for p in ("", "u") for i in range(1, 8))
 
 
+def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+    """Marks a predicate that reads only the case's family, conversion and
+    converter -- never ``case.tensor`` or ``case.path`` -- so it holds for
+    every tensor of a case or for none: the triage asks it once per case."""
+    predicate.family_wide = True  # type: ignore[attr-defined]
+    return predicate
+
+
 def _layout(t: Any) -> str:
     return str(getattr(t, "layout", "")).removeprefix("torch.")
 
@@ -195,12 +203,14 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     from ..checks.aliasing import version_partition
 
     t = case.tensor
-    if t is None:
+    if t is None or len(case.family) < 2:
         return False
     family = list(case.family)
     if not any(u is t for u in family):
         return False
-    labels = version_partition(family)
+    # The same family for every tensor of the case: partitioned once.
+    labels = _memo(case, ("version-partition", tuple(map(id, family))),
+                   lambda: version_partition(family))
     index = next(i for i, u in enumerate(family) if u is t)
     if labels[index] is None:
         return False
@@ -289,6 +299,7 @@ def carried_values_not_copied(case: Case) -> bool:
     return carried is not None and carried_values_differ(t, carried)
 
 
+@family_wide
 def any_compressed_non_leaf(case: Case) -> bool:
     return any(_layout(t) in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
                and t.requires_grad and not t.is_leaf for t in case.family)
@@ -302,11 +313,13 @@ def coo_with_dynamic_dense_dims(case: Case) -> bool:
             and any(n >= 2 for n in t.shape[t.sparse_dim():]))
 
 
+@family_wide
 def any_dynamic_coo_non_leaf(case: Case) -> bool:
     return any(_layout(t) == "sparse_coo" and t.requires_grad and not t.is_leaf
                and any(n >= 2 for n in t.shape) for t in case.family)
 
 
+@family_wide
 def any_functional_tensor_set_storage(case: Case) -> bool:
     """A (Python) FunctionalTensor that MetaConverter installs with set_ on a
     storage it has not converted yet -- a non-view with a storage offset,
@@ -359,6 +372,7 @@ def sparse_metadata_from_elements(case: Case) -> bool:
     return _layout(t) in ("sparse_coo", "sparse_bsr", "sparse_bsc")
 
 
+@family_wide
 def any_storage_too_small(case: Case) -> bool:
     """Our converters refuse to copy the values of a tensor whose storage is
     smaller than it (torch would segfault): ``crashing_copy`` held for a tensor
@@ -373,6 +387,7 @@ def any_storage_too_small(case: Case) -> bool:
     return any(crashing_copy(t) for t in case.conversion.real)
 
 
+@family_wide
 def any_copy_fails(case: Case) -> bool:
     """MetaConverter's copy of a real tensor's values would raise: copy_ into
     empty_strided(size, stride) for the non-view tensors whose type is
@@ -400,6 +415,7 @@ def any_copy_fails(case: Case) -> bool:
     return False
 
 
+@family_wide
 def reaches_past_first_tensor(case: Case) -> bool:
     """A tensor reaches past the storage of the first non-view tensor on its
     storage, which was allocated at offset 0 with that tensor's reach: the
@@ -424,6 +440,7 @@ def reaches_past_first_tensor(case: Case) -> bool:
     return False
 
 
+@family_wide
 def any_strided_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -431,6 +448,7 @@ def any_strided_nested(case: Case) -> bool:
                for t in case.family)
 
 
+@family_wide
 def any_wrapper_subclass(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -467,6 +485,7 @@ def meta_wrapped_by_functional_mode(case: Case) -> bool:
     return t is not None and not _is_functional_tensor_wrapper(t) and _functional_mode_active()
 
 
+@family_wide
 def any_grad_of_another_dtype(case: Case) -> bool:
     from ..checks._util import grad_of
 
@@ -477,6 +496,7 @@ def any_grad_of_another_dtype(case: Case) -> bool:
     return False
 
 
+@family_wide
 def any_functional_view(case: Case) -> bool:
     import torch
 
@@ -487,6 +507,7 @@ def any_functional_view(case: Case) -> bool:
     )
 
 
+@family_wide
 def any_jagged_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -494,12 +515,14 @@ def any_jagged_nested(case: Case) -> bool:
                for t in case.family)
 
 
+@family_wide
 def any_compressed_requiring_grad(case: Case) -> bool:
     from ..converters import _compressed_requiring_grad
 
     return any(_compressed_requiring_grad(t) for t in case.family)
 
 
+@family_wide
 def zero_byte_scalar_item(case: Case) -> bool:
     """from_tensor with a ShapeEnv and a source reads ``item()`` of a 0-dim
     CPU int64/int32/int16/int8/float64 tensor to make a symbol for it: with
@@ -587,6 +610,7 @@ def functorch_inner_view(case: Case) -> bool:
     return t is not None and ".unwrapped" in case.path and is_view(t)
 
 
+@family_wide
 def any_grad_tracking_non_leaf(case: Case) -> bool:
     """A GradTrackingTensor (not a view: those are refused) that requires
     grad and is not a leaf, among the tensors MetaConverter.meta_tensor
@@ -656,6 +680,7 @@ def _first_fake_replays_symbol(t: Any) -> bool:
         first.close()
 
 
+@family_wide
 def subclass_view_replays_symbol(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose fake (made with a
     ShapeEnv, every dimension dynamic) has a view function carrying SymInts
@@ -690,6 +715,7 @@ def _python_dispatcher_replay_differs(t: Any) -> bool:
             != (tuple(t.shape), tuple(t.stride()), t.storage_offset()))
 
 
+@family_wide
 def subclass_view_replay_mismatch(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose replay under the
     Python dispatcher does not reproduce its sizes, strides and storage
@@ -806,6 +832,7 @@ def _dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
         conv.close()
 
 
+@family_wide
 def functional_zero_byte_resize(case: Case) -> bool:
     """A C++ functional tensor with no elements (its functional storage has
     zero bytes) whose wrapped tensor converts, with a ShapeEnv, to one with
@@ -862,6 +889,7 @@ def _describe_with_data_fails(t: Any) -> bool:
     return False
 
 
+@family_wide
 def real_functorch_view_refusal_fails(case: Case) -> bool:
     """A functorch-wrapped view -- MetaConverter refuses it with Dynamo's
     unimplemented(context=str(t)) -- whose description, with the real data
