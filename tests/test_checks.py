@@ -339,6 +339,35 @@ def test_memo_probes_release_on_the_conversion_under_test() -> None:
     assert made == ["Faulty", "Faulty"]  # the conversion and memo's convert() again
 
 
+def test_memo_does_not_blame_the_converter_for_what_other_checks_keep_alive(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check's probing can keep a converted tensor alive (torch logs errors
+    # raised in fake ops with their tracebacks): memo then converts again
+    # through a fresh converter, which only the converter can keep alive.
+    from pytest_metafidelity import checks
+
+    kept: list[Any] = []
+
+    def keeps_fakes(conv: Conversion) -> list[Mismatch]:
+        kept.extend(conv.fake)
+        return []
+
+    all_checks()
+    monkeypatch.setitem(checks._CHECKS, "keeps", checks.CheckSpec("keeps", "test", keeps_fakes))
+    t = torch.randn(3)
+    outcome = check_faithful(t, converters=["fake"], checks=["keeps", "memo"]).outcomes[0]
+    assert outcome.status == PASSED, outcome.describe()
+    assert len(kept) == 1
+
+    def leak(conv: Any, real: Any, fake: Any) -> Any:
+        type(conv).kept = [*getattr(type(conv), "kept", []), fake]
+        return fake
+
+    with faulty("fake", leak):
+        outcome = check_faithful(t, converters=["faulty"], checks=["keeps", "memo"]).outcomes[0]
+    assert_reports(outcome, "memo", "released when no longer referenced", "t0")
+
+
 def test_memo_on_a_hand_built_conversion_converts_again_to_see_releases() -> None:
     from pytest_metafidelity.checks.memo import memo_check
 

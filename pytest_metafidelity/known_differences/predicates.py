@@ -85,12 +85,24 @@ def _functional_value(t: Any) -> Any:
         return None
 
 
-def visiting_order(conversion: Any) -> list[Any]:
+def visiting_order(conversion: Any) -> tuple[Any, ...]:
     """The real tensors in the order MetaConverter creates their converted
     counterparts: per tensor converted (in the conversion's order), a view's
     ``_base`` first (with the base's grad), the value a C++ functional tensor
     wraps (converted by the same MetaConverter, sharing its storage memo),
-    then the tensor, then its grad."""
+    then the tensor, then its grad.  Computed once per conversion (the
+    predicates of every tensor of a case ask for it)."""
+    cached = getattr(conversion, "_visiting_order", None)
+    if cached is None:
+        cached = tuple(_visiting_order(conversion))
+        try:
+            conversion._visiting_order = cached
+        except AttributeError:  # not a checks.Conversion
+            pass
+    return cached
+
+
+def _visiting_order(conversion: Any) -> list[Any]:
     from ..checks._util import base_of, grad_of, inner_tensors
 
     seq: list[Any] = []
@@ -781,8 +793,9 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
 
     from ..checks._util import is_view, safe
 
-    if not any(is_traceable_wrapper_subclass(t) and is_view(t)
-               and safe(lambda: t.numel() == 0, False) for t in case.family):
+    if not _memo(case, "zero-element-subclass-view", lambda: any(
+            is_traceable_wrapper_subclass(t) and is_view(t)
+            and safe(lambda: t.numel() == 0, False) for t in case.family)):
         return False
 
     def differs() -> frozenset:
