@@ -684,3 +684,43 @@ def test_each_check_passes_on_correct_conversions(check: str) -> None:
     for converter in CONVERTERS:
         outcome = run(check, view, base, converter=converter)
         assert outcome.status == PASSED, outcome.describe()
+
+
+# -- readings: in one go, or field by field where a field cannot be read -----------------
+
+
+def test_purity_reads_field_by_field_when_a_field_cannot_be_read() -> None:
+    from pytest_metafidelity.checks.purity import read_tensor
+
+    with torch.inference_mode():
+        t = torch.randn(3)  # an inference tensor has no version counter
+    reading, plain = read_tensor(t), read_tensor(torch.randn(3))
+    assert plain["_version"] == 0
+    assert reading["_version"] is None
+    assert reading.keys() == plain.keys()
+    assert reading["shape"] == (3,) and reading["storage nbytes"] == 12
+
+
+def test_oracle_reads_field_by_field_when_a_field_cannot_be_read() -> None:
+    from pytest_metafidelity.checks.oracle import read
+
+    class NoInference:
+        shape, dtype, layout, device = (2,), torch.float32, torch.sparse_coo, torch.device("cpu")
+        requires_grad, is_leaf, grad = False, True, None
+
+        def is_inference(self) -> bool:
+            raise RuntimeError("cannot tell")
+
+        def is_conj(self) -> bool:
+            return False
+
+        def is_neg(self) -> bool:
+            return True
+
+        def _is_view(self) -> bool:
+            return False
+
+    reading = read(NoInference())
+    assert reading["is_inference()"] is None
+    assert reading["is_neg()"] is True and reading["shape"] == (2,)
+    assert reading.keys() == read(torch.randn(2).to_sparse()).keys()

@@ -93,6 +93,45 @@ def _storage_bytes(t: Any) -> Any:
 
 
 def read_tensor(t: Any) -> dict[str, Any]:
+    """The reading of ``t`` the snapshots compare.  Read in one go; where a
+    field cannot be read (it raises), field by field, that one as None."""
+    try:
+        return _read_in_one_go(t)
+    except Exception:
+        return _read_field_by_field(t)
+
+
+def _read_in_one_go(t: Any) -> dict[str, Any]:
+    import torch
+
+    grad = grad_of(t)
+    out: dict[str, Any] = {
+        "shape": tuple(t.shape),
+        "dtype": t.dtype,
+        "layout": t.layout,
+        "device": t.device,
+        "requires_grad": t.requires_grad,
+        "is_leaf": t.is_leaf,
+        "_version": t._version,
+        "grad": _Same(grad),
+        "grad._version": None if grad is None else grad._version,
+        "grad_fn": _Same(t.grad_fn),
+        "is_conj()": t.is_conj(),
+        "is_neg()": t.is_neg(),
+    }
+    if torch._is_functional_tensor(t):
+        out[FUNCTIONAL_VALUE] = _Same(torch._from_functional_tensor(t))
+    if t.layout == torch.strided and not t.is_nested:
+        storage = t.untyped_storage()
+        out["stride()"] = tuple(t.stride())
+        out["storage_offset()"] = t.storage_offset()
+        out["storage"] = storage._cdata
+        out["storage nbytes"] = storage.nbytes()
+        out["storage bytes"] = safe(lambda: _storage_bytes(t))
+    return out
+
+
+def _read_field_by_field(t: Any) -> dict[str, Any]:
     import torch
 
     out: dict[str, Any] = {
