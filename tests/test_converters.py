@@ -5,10 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_metafidelity.converters import (
@@ -536,3 +537,49 @@ def test_reproducer_of_hand_made_tensors_keeps_small_storages_bytes() -> None:
     assert t_base.untyped_storage().nbytes() == x.untyped_storage().nbytes()
     assert t_large.shape == large.shape and "torch.empty(8192, dtype=torch.uint8)" in \
         result.reproducer
+
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(recipe=recipes(family=None),
+       converter=st.sampled_from(["fake", "fake-dynamic", "fake-real", "meta", "refake"]))
+def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any,
+                                                                     converter: str) -> None:
+    # The triage skips a predicate marked @needs(fact) on cases where no
+    # tensor has the fact: that must never skip one that holds.
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.checks._util import walk_real
+    from pytest_metafidelity.known_differences.predicates import FACTS
+
+    with recipe.active_contexts() as namespace:
+        tensors, names = tuple(recipe.build_in(namespace)), recipe.outputs
+        made = make_converter(converter)
+        try:
+            try:
+                fakes = tuple(made.convert(t) for t in tensors)
+            except Exception:  # the predicates judge refusals and crashes too
+                fakes = (None,) * len(tensors)
+            conversion = Conversion(names, tensors, fakes, made, order=tuple(range(len(names))))
+            nodes = walk_real(names, tensors, unwrap=True)
+            family = tuple(t for _, t in walk_real(names, tensors))
+            everything = (*family, *(t for _, t in nodes))
+            for e in kd.KNOWN_DIFFERENCES:
+                fact = getattr(e.applies, "needs", None)
+                if fact is None or not e.active(converter):
+                    continue
+                if any(FACTS[fact](t) for t in everything):
+                    continue
+                for path, t in nodes:
+                    assert not e.applies(kd.Case(converter, path, t, family, conversion)), \
+                        (e.id, fact, path)
+        finally:
+            made.close()
+
+def test_every_fact_a_predicate_needs_is_known() -> None:
+    from pytest_metafidelity.known_differences import predicates
+
+    marked = {getattr(e.applies, "needs", None) for e in kd.KNOWN_DIFFERENCES} - {None}
+    assert marked and marked <= set(predicates.FACTS)
+    with pytest.raises(ValueError, match="unknown fact"):
+        predicates.needs("shiny")

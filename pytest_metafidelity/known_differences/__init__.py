@@ -127,6 +127,26 @@ class KnownDifference:
         return f"{self.id} ({where}): {self.reason}"
 
 
+class _CaseFacts:
+    """Which of the predicates' FACTS some tensor of a case has, each read
+    once, when a predicate marked ``@needs`` first asks."""
+
+    def __init__(self, tensors: tuple[Any, ...]) -> None:
+        self.tensors = tensors
+        self.known: dict[str, bool] = {}
+
+    def allow(self, predicate: Callable[[Case], bool]) -> bool:
+        from .predicates import FACTS
+
+        fact = getattr(predicate, "needs", None)
+        if fact is None:
+            return True
+        if fact not in self.known:
+            test = FACTS[fact]
+            self.known[fact] = any(_holds(test, t) for t in self.tensors)
+        return self.known[fact]
+
+
 # id(entry) -> (entry, whether the installed torch is in its version range).
 _ACTIVE_HERE: dict[int, tuple[Any, bool]] = {}
 
@@ -222,11 +242,14 @@ def triage(
     conversion_raised = any(m.check == "conversion" for m in mismatches)
     passing = []
     node_cases = [case(p, r) for p, r in family_nodes]
+    facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
     for e in entries:
         if e.id in hit or not set(e.checks) & ran or set(e.checks) & crashed:
             continue
         if conversion_raised and "conversion" in e.checks:
             continue
+        if not facts.allow(e.applies):
+            continue  # it needs a fact no tensor of the case has: it cannot hold
         # A family-wide predicate holds for every node or for none.
         judged = node_cases[:1] if getattr(e.applies, "family_wide", False) else node_cases
         if any(_holds(e.applies, c) for c in judged):

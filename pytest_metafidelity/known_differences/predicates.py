@@ -28,6 +28,61 @@ def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
     return predicate
 
 
+def _is_sparse(t: Any) -> bool:
+    return _layout(t).startswith("sparse")
+
+
+def _is_nested(t: Any) -> bool:
+    return bool(getattr(t, "is_nested", False))
+
+
+def _is_subclass(t: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(t)
+
+
+def _is_functorch_wrapped(t: Any) -> bool:
+    from ..checks._util import functorch_unwrapped
+
+    return functorch_unwrapped(t) is not None
+
+
+def _is_cpp_functional(t: Any) -> bool:
+    import torch
+
+    try:
+        return bool(torch._is_functional_tensor(t))
+    except Exception:
+        return False
+
+
+# Facts about a case's tensors (the family and the tensors the triage
+# visits), cheap to read: a predicate marked ``@needs(fact)`` can only hold
+# when some tensor of the case has the fact, and the triage skips it on the
+# cases where none has.
+FACTS: dict[str, Callable[[Any], bool]] = {
+    "sparse": _is_sparse,
+    "nested": _is_nested,
+    "subclass": _is_subclass,
+    "functorch": _is_functorch_wrapped,
+    "functional": _is_cpp_functional,
+}
+
+
+def needs(fact: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool]]:
+    """Marks a predicate that holds only when some tensor of the case has
+    ``fact`` (see FACTS)."""
+    if fact not in FACTS:
+        raise ValueError(f"unknown fact {fact!r}; known: {', '.join(FACTS)}")
+
+    def mark(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+        predicate.needs = fact  # type: ignore[attr-defined]
+        return predicate
+
+    return mark
+
+
 def _layout(t: Any) -> str:
     return str(getattr(t, "layout", "")).removeprefix("torch.")
 
@@ -233,6 +288,7 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     )
 
 
+@needs("sparse")
 def sparse_coo_non_leaf(case: Case) -> bool:
     t = case.tensor
     return (t is not None and _layout(t) == "sparse_coo" and t.requires_grad
@@ -270,6 +326,7 @@ def custom_grad_dtype(case: Case) -> bool:
             and getattr(t, "grad_dtype", t.dtype) != t.dtype)
 
 
+@needs("sparse")
 def is_sparse_with_elements(case: Case) -> bool:
     t = case.tensor
     return t is not None and _layout(t).startswith("sparse") and int(t._nnz()) > 0
@@ -312,11 +369,13 @@ def carried_values_not_copied(case: Case) -> bool:
 
 
 @family_wide
+@needs("sparse")
 def any_compressed_non_leaf(case: Case) -> bool:
     return any(_layout(t) in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
                and t.requires_grad and not t.is_leaf for t in case.family)
 
 
+@needs("sparse")
 def coo_with_dynamic_dense_dims(case: Case) -> bool:
     """A COO tensor with a dense dimension of size >= 2 (dynamic: sizes 0
     and 1 are specialized)."""
@@ -326,6 +385,7 @@ def coo_with_dynamic_dense_dims(case: Case) -> bool:
 
 
 @family_wide
+@needs("sparse")
 def any_dynamic_coo_non_leaf(case: Case) -> bool:
     return any(_layout(t) == "sparse_coo" and t.requires_grad and not t.is_leaf
                and any(n >= 2 for n in t.shape) for t in case.family)
@@ -375,6 +435,7 @@ def carries_conj_neg(case: Case) -> bool:
     return t is not None and _strided(t) and bool(t.is_conj() or t.is_neg())
 
 
+@needs("sparse")
 def sparse_metadata_from_elements(case: Case) -> bool:
     """Queries whose result depends on nnz: _indices() of COO, values() of
     BSR/BSC (the block size)."""
@@ -453,6 +514,7 @@ def reaches_past_first_tensor(case: Case) -> bool:
 
 
 @family_wide
+@needs("nested")
 def any_strided_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -461,6 +523,7 @@ def any_strided_nested(case: Case) -> bool:
 
 
 @family_wide
+@needs("subclass")
 def any_wrapper_subclass(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -509,6 +572,7 @@ def any_grad_of_another_dtype(case: Case) -> bool:
 
 
 @family_wide
+@needs("functional")
 def any_functional_view(case: Case) -> bool:
     import torch
 
@@ -520,6 +584,7 @@ def any_functional_view(case: Case) -> bool:
 
 
 @family_wide
+@needs("subclass")
 def any_jagged_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -528,6 +593,7 @@ def any_jagged_nested(case: Case) -> bool:
 
 
 @family_wide
+@needs("sparse")
 def any_compressed_requiring_grad(case: Case) -> bool:
     from ..converters import _compressed_requiring_grad
 
@@ -578,6 +644,7 @@ def _functorch_innermost(case: Case) -> Any:
     return t if inside else None
 
 
+@needs("functorch")
 def functorch_inner_requires_grad(case: Case) -> bool:
     """The tensor inside functorch wrappers requires grad: MetaConverter's
     _to_fake_tensor rebuilds it with empty_strided, without requires_grad
@@ -596,6 +663,7 @@ def functorch_inner_storage_offset(case: Case) -> bool:
     return t is not None and _strided(t) and t.storage_offset() != 0
 
 
+@needs("functorch")
 def functorch_inner_storage_nbytes(case: Case) -> bool:
     """The storage of the tensor inside functorch wrappers is not the size
     empty_strided(size, stride) allocates: what the tensor reaches from
@@ -611,6 +679,7 @@ def functorch_inner_storage_nbytes(case: Case) -> bool:
     return t.untyped_storage().nbytes() != allocated
 
 
+@needs("functorch")
 def functorch_inner_view(case: Case) -> bool:
     """A tensor inside a functorch wrapper (a wrapper of an inner level, or
     the plain tensor) is a view: _to_fake_tensor recurses through the
@@ -623,6 +692,7 @@ def functorch_inner_view(case: Case) -> bool:
 
 
 @family_wide
+@needs("functorch")
 def any_grad_tracking_non_leaf(case: Case) -> bool:
     """A GradTrackingTensor (not a view: those are refused) that requires
     grad and is not a leaf, among the tensors MetaConverter.meta_tensor
@@ -693,6 +763,7 @@ def _first_fake_replays_symbol(t: Any) -> bool:
 
 
 @family_wide
+@needs("subclass")
 def subclass_view_replays_symbol(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose fake (made with a
     ShapeEnv, every dimension dynamic) has a view function carrying SymInts
@@ -728,6 +799,7 @@ def _python_dispatcher_replay_differs(t: Any) -> bool:
 
 
 @family_wide
+@needs("subclass")
 def subclass_view_replay_mismatch(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose replay under the
     Python dispatcher does not reproduce its sizes, strides and storage
@@ -780,6 +852,7 @@ def _mismatch_signature(case: Case, *, cache: bool) -> frozenset:
             converter.close()
 
 
+@needs("subclass")
 def dispatch_cache_zero_element_view(case: Case) -> bool:
     """The family has a zero-element view of a traceable wrapper subclass
     (MetaConverter replays such views op by op -- a dense view is rebuilt
@@ -807,6 +880,7 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
     return case.path in paths
 
 
+@needs("functional")
 def functional_dynamic_storage_from_inner(case: Case) -> bool:
     """A C++ functional tensor whose converted inner tensor has symbolic
     sizes or strides: its functional storage then takes the size of the
@@ -846,6 +920,7 @@ def _dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
 
 
 @family_wide
+@needs("functional")
 def functional_zero_byte_resize(case: Case) -> bool:
     """A C++ functional tensor with no elements (its functional storage has
     zero bytes) whose wrapped tensor converts, with a ShapeEnv, to one with
@@ -870,6 +945,7 @@ def functional_zero_byte_resize(case: Case) -> bool:
                for t in case.family)
 
 
+@needs("functional")
 def functional_value_replaced(case: Case) -> bool:
     """A C++ functional tensor whose wrapped value the conversion replaced:
     it had updates pending (a view of it was mutated), which the describer's
@@ -903,6 +979,7 @@ def _describe_with_data_fails(t: Any) -> bool:
 
 
 @family_wide
+@needs("functorch")
 def real_functorch_view_refusal_fails(case: Case) -> bool:
     """A functorch-wrapped view -- MetaConverter refuses it with Dynamo's
     unimplemented(context=str(t)) -- whose description, with the real data
