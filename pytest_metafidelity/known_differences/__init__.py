@@ -136,8 +136,6 @@ class _CaseFacts:
         self.known: dict[str, bool] = {}
 
     def allow(self, predicate: Callable[[Case], bool]) -> bool:
-        from .predicates import FACTS
-
         fact = getattr(predicate, "needs", None)
         if fact is None:
             return True
@@ -145,6 +143,17 @@ class _CaseFacts:
             test = FACTS[fact]
             self.known[fact] = any(_holds(test, t) for t in self.tensors)
         return self.known[fact]
+
+
+# id(entry) -> (entry, its checks as a set).
+_CHECK_SETS: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _check_set(entry: KnownDifference) -> frozenset[str]:
+    cached = _CHECK_SETS.get(id(entry))
+    if cached is None or cached[0] is not entry:
+        cached = _CHECK_SETS[id(entry)] = (entry, frozenset(entry.checks))
+    return cached[1]
 
 
 # id(entry) -> (entry, whether the installed torch is in its version range).
@@ -177,6 +186,7 @@ def version_in_range(version: Any, since: str | None, until: str | None) -> bool
 
 # The entries need the classes above.
 from .registry import KNOWN_DIFFERENCES  # noqa: E402
+from .predicates import FACTS  # noqa: E402
 
 
 def registry() -> list[KnownDifference]:
@@ -244,9 +254,10 @@ def triage(
     node_cases = [case(p, r) for p, r in family_nodes]
     facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
     for e in entries:
-        if e.id in hit or not set(e.checks) & ran or set(e.checks) & crashed:
+        checks = _check_set(e)
+        if e.id in hit or checks.isdisjoint(ran) or not checks.isdisjoint(crashed):
             continue
-        if conversion_raised and "conversion" in e.checks:
+        if conversion_raised and "conversion" in checks:
             continue
         if not facts.allow(e.applies):
             continue  # it needs a fact no tensor of the case has: it cannot hold
