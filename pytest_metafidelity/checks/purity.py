@@ -92,16 +92,31 @@ def _storage_bytes(t: Any) -> Any:
         return _Bytes(view.clone())
 
 
-def read_tensor(t: Any) -> dict[str, Any]:
+def _bytes_of_storage(t: Any, copies: dict[int, Any] | None) -> Any:
+    """``_storage_bytes(t)``, copied once per storage among ``copies`` (the
+    tensors of one snapshot: a view and its base share one).  A wrapper
+    subclass's storage is its own, never shared by key with another's."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if copies is None or is_traceable_wrapper_subclass(t):
+        return _storage_bytes(t)
+    key = t.untyped_storage()._cdata
+    if key not in copies:
+        copies[key] = _storage_bytes(t)
+    return copies[key]
+
+
+def read_tensor(t: Any, copies: dict[int, Any] | None = None) -> dict[str, Any]:
     """The reading of ``t`` the snapshots compare.  Read in one go; where a
-    field cannot be read (it raises), field by field, that one as None."""
+    field cannot be read (it raises), field by field, that one as None.
+    ``copies``: storage bytes already copied for this snapshot."""
     try:
-        return _read_in_one_go(t)
+        return _read_in_one_go(t, copies)
     except Exception:
-        return _read_field_by_field(t)
+        return _read_field_by_field(t, copies)
 
 
-def _read_in_one_go(t: Any) -> dict[str, Any]:
+def _read_in_one_go(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
     import torch
 
     grad = grad_of(t)
@@ -127,11 +142,11 @@ def _read_in_one_go(t: Any) -> dict[str, Any]:
         out["storage_offset()"] = t.storage_offset()
         out["storage"] = storage._cdata
         out["storage nbytes"] = storage.nbytes()
-        out["storage bytes"] = safe(lambda: _storage_bytes(t))
+        out["storage bytes"] = safe(lambda: _bytes_of_storage(t, copies))
     return out
 
 
-def _read_field_by_field(t: Any) -> dict[str, Any]:
+def _read_field_by_field(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
     import torch
 
     out: dict[str, Any] = {
@@ -155,7 +170,7 @@ def _read_field_by_field(t: Any) -> dict[str, Any]:
         out["storage_offset()"] = safe(lambda: t.storage_offset())
         out["storage"] = safe(lambda: t.untyped_storage()._cdata)
         out["storage nbytes"] = safe(lambda: t.untyped_storage().nbytes())
-        out["storage bytes"] = safe(lambda: _storage_bytes(t))
+        out["storage bytes"] = safe(lambda: _bytes_of_storage(t, copies))
     return out
 
 
@@ -220,7 +235,9 @@ def read_state() -> dict[str, Any]:
 
 def capture(names: tuple[str, ...], tensors: tuple[Any, ...]) -> Snapshot:
     """Snapshot of the real tensors (and what they reach) and global state."""
-    return Snapshot([(p, t, read_tensor(t)) for p, t in walk_real(names, tensors)], read_state())
+    copies: dict[int, Any] = {}
+    return Snapshot([(p, t, read_tensor(t, copies)) for p, t in walk_real(names, tensors)],
+                    read_state())
 
 
 def _equal(a: Any, b: Any) -> bool:
