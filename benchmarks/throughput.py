@@ -8,11 +8,10 @@ them, then times, in ONE process and interleaved round by round (the best of
 ROUNDS rounds, default 3, counts; times are the process's CPU time, which
 other load on a shared machine disturbs far less than wall time):
 
-* ``bare``: a fresh converter of the kind check_faithful makes
-  (``FakeTensorMode().from_tensor`` for ``fake``; a ``ShapeEnv`` with every
-  dimension dynamic for ``fake-dynamic``) converting the case's tensors,
-  then torch's ``assert_metadata_eq`` on each pair (``skip_symbolic`` where
-  the metadata check uses it);
+* ``bare``: torch alone -- a fresh ``FakeTensorMode().from_tensor`` for
+  ``fake``; a mode with a ``ShapeEnv`` and every dimension dynamic for
+  ``fake-dynamic`` -- converting the case's tensors, then torch's
+  ``assert_metadata_eq`` on each pair (``skip_symbolic`` for dynamic);
 * ``metadata``: ``check_faithful(..., checks=["metadata"])``;
 * ``all checks``: ``check_faithful(...)`` with every check.
 
@@ -65,27 +64,42 @@ def draw_cases(kinds: list[str], n: int) -> list[tuple[Any, ...]]:
 
 
 def bare(converter: str) -> Callable[[tuple[Any, ...]], None]:
+    """Torch alone: a fresh mode converts the case's tensors (as the
+    ``fake`` / ``fake-dynamic`` converters do), then assert_metadata_eq on
+    each pair.  Nothing of this package runs but the symbolic context
+    (every dimension dynamic) handed to ``from_tensor``."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
     from torch._subclasses.meta_utils import assert_metadata_eq
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
-    from pytest_metafidelity.converters import make_converter
+    from pytest_metafidelity.converters import all_dynamic_context
+
+    dynamic = converter == "fake-dynamic"
 
     def fail(a: Any, b: Any) -> None:
         if a != b:
             raise AssertionError
 
+    def convert(mode: Any, t: Any, i: int) -> Any:
+        if not dynamic:
+            return mode.from_tensor(t)
+        source = ConstantSource(f"input{i}")
+        return mode.from_tensor(t, source=source,
+                                symbolic_context=all_dynamic_context(t, source))
+
     def run(tensors: tuple[Any, ...]) -> None:
-        c = make_converter(converter)
+        mode = (FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False) if dynamic
+                else FakeTensorMode())
         try:
-            fakes = [c.convert(t) for t in tensors]
-            for t, f in zip(tensors, fakes):
-                try:
-                    assert_metadata_eq(fail, t, f, skip_symbolic=c.symbolic)
-                except Exception:
-                    pass  # a difference or a layout torch's function refuses
+            fakes = [convert(mode, t, i) for i, t in enumerate(tensors)]
         except Exception:
-            pass  # a refusal: the checked path pays it too
-        finally:
-            c.close()
+            return  # a refusal: the checked path pays it too
+        for t, f in zip(tensors, fakes):
+            try:
+                assert_metadata_eq(fail, t, f, skip_symbolic=dynamic)
+            except Exception:
+                pass  # a difference or a layout torch's function refuses
 
     return run
 
