@@ -223,7 +223,9 @@ def storage_sized_to_tensors(case: Case) -> bool:
     if not _strided(t) or not _static_fake_nbytes(case):
         return False
     grow = case.converter != "meta"
-    predicted = converted_storage_nbytes(case.conversion, t, grow_on_views=grow)
+    # The same prediction for every tensor on one storage: made once.
+    predicted = _memo(case, ("converted storage nbytes", _storage(t), grow),
+                      lambda: converted_storage_nbytes(case.conversion, t, grow_on_views=grow))
     return predicted is not None and predicted != t.untyped_storage().nbytes()
 
 
