@@ -4,6 +4,16 @@ An entry's ``applies`` predicate says when its difference occurs, not
 merely when it might (see the package docstring): the project's property
 tests fail on a difference no entry explains and on an entry that expected a
 difference that did not occur.
+
+The triage asks every active entry's predicate on every case, passing ones
+included (to notice an entry that did not occur).  Two markers make that
+cheap without changing an answer: ``@family_wide`` (the predicate reads
+only the family, so it is asked once per case rather than per tensor) and
+``@needs(fact)`` (it can only hold when some tensor of the case has the
+fact -- sparse, nested, subclass, functorch, functional -- so cases without
+it skip it); the project's tests hold both to what they claim.  Work a
+predicate repeats for each tensor of a case is kept per conversion with
+:func:`_memo`.
 """
 
 from __future__ import annotations
