@@ -94,6 +94,11 @@ class FidelityResult:
     def __repr__(self) -> str:
         return f"FidelityResult(outcomes={self.outcomes!r})"
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FidelityResult):
+            return NotImplemented
+        return self.outcomes == other.outcomes and self.reproducer == other.reproducer
+
     @property
     def ok(self) -> bool:
         return all(o.status != FAILED for o in self.outcomes)

@@ -583,3 +583,23 @@ def test_every_fact_a_predicate_needs_is_known() -> None:
     assert marked and marked <= set(predicates.FACTS)
     with pytest.raises(ValueError, match="unknown fact"):
         predicates.needs("shiny")
+
+
+def test_reproducer_is_written_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_metafidelity.faithful as faithful
+
+    written: list[str] = []
+    original = faithful.reproducer_source
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        written.append("x")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(faithful, "reproducer_source", counting)
+    t = torch.randn(4)[1:]
+    result = check_faithful(t, converters=["fake"], checks=["metadata"])
+    assert result.ok and written == []
+    source = result.reproducer
+    assert written == ["x"] and "assert_faithful(" in source and "converters=['fake']" in source
+    assert result.reproducer is source and written == ["x"]
+    assert result == check_faithful(t, converters=["fake"], checks=["metadata"])
