@@ -10,8 +10,9 @@ included (to notice an entry that did not occur).  Two markers make that
 cheap without changing an answer: ``@family_wide`` (the predicate reads
 only the family, so it is asked once per case rather than per tensor) and
 ``@needs(fact)`` (it can only hold when some tensor of the case has the
-fact -- sparse, nested, subclass, functorch, functional -- so cases without
-it skip it); the project's tests hold both to what they claim.  Work a
+fact -- sparse, nested, subclass, functorch, functional, FunctionalTensor
+-- so cases without it skip it); the project's tests hold both to what
+they claim.  Work a
 predicate repeats for each tensor of a case is kept per conversion with
 :func:`_memo`.
 """
@@ -77,6 +78,7 @@ FACTS: dict[str, Callable[[Any], bool]] = {
     "subclass": _is_subclass,
     "functorch": _is_functorch_wrapped,
     "functional": _is_cpp_functional,
+    "FunctionalTensor": lambda t: _is_functional_tensor_wrapper(t),
 }
 
 
@@ -557,6 +559,7 @@ def _is_functional_tensor_wrapper(t: Any) -> bool:
     return isinstance(t, FunctionalTensor)
 
 
+@needs("FunctionalTensor")
 def functional_wrapper_dropped(case: Case) -> bool:
     """A FunctionalTensor converts to a plain tensor: always for fake
     converters; for the meta converter when no FunctionalTensorMode is active
@@ -668,6 +671,7 @@ def functorch_inner_requires_grad(case: Case) -> bool:
             and bool(t.requires_grad))
 
 
+@needs("functorch")
 def functorch_inner_storage_offset(case: Case) -> bool:
     """The tensor inside functorch wrappers has a storage offset, which the
     empty_strided rebuild drops (the wrappers report the inner offset)."""
