@@ -37,21 +37,36 @@ import os
 from typing import Any, Callable, Iterator
 
 
-@contextlib.contextmanager
-def _quiet_trace_log() -> Iterator[None]:
+class _QuietTraceLog:
     """Keep torch's structured-trace DEBUG records (one per symbol created)
     out of the logs that pytest captures (pytest attaches its handler to
     non-propagating loggers too).  With TORCH_TRACE set the user asked for
-    those traces, and they are left alone."""
+    those traces, and they are left alone.
+
+    The logger's handlers are detached too: torch's ``trace_structured``
+    builds each record (a captured Python stack per symbol: about a third
+    of a dynamic conversion) whenever the logger has a handler, before
+    logging drops it.  Torch's own lazy handler, installed at import, only
+    removes itself when it first emits, which a disabled logger never
+    does.  (A class rather than a generator: it wraps every conversion.)"""
+
     logger = logging.getLogger("torch.__trace")
-    if os.environ.get("TORCH_TRACE") or logger.disabled:
-        yield
-        return
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = False
+
+    def __enter__(self) -> None:
+        logger = self.logger
+        self.quieted = not (os.environ.get("TORCH_TRACE") or logger.disabled)
+        if self.quieted:
+            self.handlers = logger.handlers
+            logger.disabled = True
+            logger.handlers = []
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.quieted:
+            self.logger.handlers = self.handlers
+            self.logger.disabled = False
+
+
+_quiet_trace_log = _QuietTraceLog
 
 
 class Unsupported(Exception):
@@ -91,16 +106,16 @@ class Converter:
     carries_real = False
 
     def convert(self, t: Any) -> Any:
-        from torch._subclasses.fake_tensor import UnsupportedFakeTensorException
-
         try:
             with _quiet_trace_log():
                 r = self._convert(t)
         except Unsupported:
             raise
-        except UnsupportedFakeTensorException as e:
-            raise Unsupported(f"UnsupportedFakeTensorException: {e.reason}") from e
         except Exception as e:
+            from torch._subclasses.fake_tensor import UnsupportedFakeTensorException
+
+            if isinstance(e, UnsupportedFakeTensorException):
+                raise Unsupported(f"UnsupportedFakeTensorException: {e.reason}") from e
             if type(e).__name__ in ("Unsupported", "UncapturedHigherOrderOpError") and type(
                 e
             ).__module__.startswith("torch._dynamo"):

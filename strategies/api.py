@@ -85,20 +85,25 @@ def recipes(
 
 
 def _recipes(chosen: list[Kind], cfg: Any) -> st.SearchStrategy[Recipe]:
-    @st.composite
-    def draw_recipe(draw: Any) -> Recipe:
-        k = chosen[draw(st.integers(0, len(chosen) - 1))]
-        b = RecipeBuilder()
-        b.kind(k.name)  # the "# kinds:" header of the recipe's source
-        try:
-            outputs = k.draw(draw, b, cfg)
-            recipe = b.finish(outputs)
-        finally:
-            b.close()
-        event(f"kind: {k.name}")
-        return recipe
+    return _draw_recipe(chosen, cfg)
 
-    return draw_recipe()
+
+# Defined once, at module level: Hypothesis reads the source of every
+# function decorated with @composite (about 1 ms), which a composite
+# defined inside _recipes() would pay on each call -- the suite asks for a
+# strategy per example.
+@st.composite
+def _draw_recipe(draw: Any, chosen: list[Kind], cfg: Any) -> Recipe:
+    k = chosen[draw(st.integers(0, len(chosen) - 1))]
+    b = RecipeBuilder()
+    b.kind(k.name)  # the "# kinds:" header of the recipe's source
+    try:
+        outputs = k.draw(draw, b, cfg)
+        recipe = b.finish(outputs)
+    finally:
+        b.close()
+    event(f"kind: {k.name}")
+    return recipe
 
 
 def _built(recipe: Recipe) -> tuple[Any, ...]:

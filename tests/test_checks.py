@@ -324,6 +324,72 @@ def test_memo_reports_converted_tensors_kept_alive() -> None:
     assert_passes("memo", t)
 
 
+def test_memo_probes_release_on_the_conversion_under_test() -> None:
+    # check_faithful does not convert again: the converter under test must
+    # release its own results once check_faithful drops them.
+    t = torch.randn(3)
+    made: list[Any] = []
+
+    def count(conv: Any, real: Any, fake: Any) -> Any:
+        made.append(type(conv).__name__)
+        return fake
+
+    with faulty("fake", count):
+        assert_passes("memo", t, converter="faulty")
+    assert made == ["Faulty", "Faulty"]  # the conversion and memo's convert() again
+
+
+def test_memo_does_not_blame_the_converter_for_what_other_checks_keep_alive(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check's probing can keep a converted tensor alive (torch logs errors
+    # raised in fake ops with their tracebacks): memo then converts again
+    # through a fresh converter, which only the converter can keep alive.
+    from pytest_metafidelity import checks
+
+    kept: list[Any] = []
+
+    def keeps_fakes(conv: Conversion) -> list[Mismatch]:
+        kept.extend(conv.fake)
+        return []
+
+    all_checks()
+    monkeypatch.setitem(checks._CHECKS, "keeps", checks.CheckSpec("keeps", "test", keeps_fakes))
+    t = torch.randn(3)
+    outcome = check_faithful(t, converters=["fake"], checks=["keeps", "memo"]).outcomes[0]
+    assert outcome.status == PASSED, outcome.describe()
+    assert len(kept) == 1
+
+    def leak(conv: Any, real: Any, fake: Any) -> Any:
+        type(conv).kept = [*getattr(type(conv), "kept", []), fake]
+        return fake
+
+    with faulty("fake", leak):
+        outcome = check_faithful(t, converters=["faulty"], checks=["keeps", "memo"]).outcomes[0]
+    assert_reports(outcome, "memo", "released when no longer referenced", "t0")
+
+
+def test_memo_on_a_hand_built_conversion_converts_again_to_see_releases() -> None:
+    from pytest_metafidelity.checks.memo import memo_check
+
+    t = torch.randn(3)
+
+    def leak(conv: Any, real: Any, fake: Any) -> Any:
+        type(conv).kept = [*getattr(type(conv), "kept", []), fake]
+        return fake
+
+    with faulty("fake", leak):
+        converter = make_converter("faulty")
+        conv = Conversion(("t0",), (t,), (converter.convert(t),), converter)
+        found = memo_check(conv)
+    assert [(m.path, m.attribute) for m in found] == [("t0", "released when no longer referenced")]
+
+
+def test_no_known_difference_covers_the_checks_probed_after_triage() -> None:
+    # memo's release probe runs once the converted tensors are dropped, after
+    # the triage: faithful._with_unexplained counts what it finds as unexplained.
+    assert [e.id for e in kd.registry() if "memo" in e.checks] == []
+
+
 def test_memo_covers_bases() -> None:
     base = torch.randn(4)
     view = base[1:]
@@ -618,3 +684,43 @@ def test_each_check_passes_on_correct_conversions(check: str) -> None:
     for converter in CONVERTERS:
         outcome = run(check, view, base, converter=converter)
         assert outcome.status == PASSED, outcome.describe()
+
+
+# -- readings: in one go, or field by field where a field cannot be read -----------------
+
+
+def test_purity_reads_field_by_field_when_a_field_cannot_be_read() -> None:
+    from pytest_metafidelity.checks.purity import read_tensor
+
+    with torch.inference_mode():
+        t = torch.randn(3)  # an inference tensor has no version counter
+    reading, plain = read_tensor(t), read_tensor(torch.randn(3))
+    assert plain["_version"] == 0
+    assert reading["_version"] is None
+    assert reading.keys() == plain.keys()
+    assert reading["shape"] == (3,) and reading["storage nbytes"] == 12
+
+
+def test_oracle_reads_field_by_field_when_a_field_cannot_be_read() -> None:
+    from pytest_metafidelity.checks.oracle import read
+
+    class NoInference:
+        shape, dtype, layout, device = (2,), torch.float32, torch.sparse_coo, torch.device("cpu")
+        requires_grad, is_leaf, grad = False, True, None
+
+        def is_inference(self) -> bool:
+            raise RuntimeError("cannot tell")
+
+        def is_conj(self) -> bool:
+            return False
+
+        def is_neg(self) -> bool:
+            return True
+
+        def _is_view(self) -> bool:
+            return False
+
+    reading = read(NoInference())
+    assert reading["is_inference()"] is None
+    assert reading["is_neg()"] is True and reading["shape"] == (2,)
+    assert reading.keys() == read(torch.randn(2).to_sparse()).keys()

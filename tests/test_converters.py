@@ -5,10 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+from typing import Any
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_metafidelity.converters import (
@@ -413,6 +414,41 @@ def test_registry_entries_are_well_formed() -> None:
         assert e.describe().startswith(e.id)
 
 
+class _CaseWithoutTensor:
+    """A Case whose tensor and path cannot be read."""
+
+    def __init__(self, case: kd.Case) -> None:
+        self.converter, self.family, self.conversion = case.converter, case.family, case.conversion
+
+    @property
+    def tensor(self) -> None:
+        pytest.fail("a family-wide predicate read case.tensor")
+
+    @property
+    def path(self) -> None:
+        pytest.fail("a family-wide predicate read case.path")
+
+
+@pytest.mark.parametrize("entry", [e for e in kd.KNOWN_DIFFERENCES
+                                   if getattr(e.applies, "family_wide", False)],
+                         ids=lambda e: e.id)
+def test_family_wide_predicates_read_no_tensor_of_their_own(entry: kd.KnownDifference) -> None:
+    # The triage asks a family-wide predicate once per case, not per tensor.
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.checks._util import walk_real
+
+    base = torch.randn(4, 4, requires_grad=True)
+    tensors = (base[1:].t(), torch.randn(3).to_sparse())
+    names = ("t0", "t1")
+    converter = make_converter("fake")
+    fakes = tuple(converter.convert(t) for t in tensors)
+    conv = Conversion(names, tensors, fakes, converter, order=(0, 1))
+    family = tuple(t for _, t in walk_real(names, tensors))
+    answers = {bool(entry.applies(_CaseWithoutTensor(kd.Case("fake", p, t, family, conv))))
+               for p, t in walk_real(names, tensors)}
+    assert len(answers) == 1
+
+
 CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-grad-abort")
 
 
@@ -501,3 +537,69 @@ def test_reproducer_of_hand_made_tensors_keeps_small_storages_bytes() -> None:
     assert t_base.untyped_storage().nbytes() == x.untyped_storage().nbytes()
     assert t_large.shape == large.shape and "torch.empty(8192, dtype=torch.uint8)" in \
         result.reproducer
+
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(recipe=recipes(family=None),
+       converter=st.sampled_from(["fake", "fake-dynamic", "fake-real", "meta", "refake"]))
+def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any,
+                                                                     converter: str) -> None:
+    # The triage skips a predicate marked @needs(fact) on cases where no
+    # tensor has the fact: that must never skip one that holds.
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.checks._util import walk_real
+    from pytest_metafidelity.known_differences.predicates import FACTS
+
+    with recipe.active_contexts() as namespace:
+        tensors, names = tuple(recipe.build_in(namespace)), recipe.outputs
+        made = make_converter(converter)
+        try:
+            try:
+                fakes = tuple(made.convert(t) for t in tensors)
+            except Exception:  # the predicates judge refusals and crashes too
+                fakes = (None,) * len(tensors)
+            conversion = Conversion(names, tensors, fakes, made, order=tuple(range(len(names))))
+            nodes = walk_real(names, tensors, unwrap=True)
+            family = tuple(t for _, t in walk_real(names, tensors))
+            everything = (*family, *(t for _, t in nodes))
+            for e in kd.KNOWN_DIFFERENCES:
+                fact = getattr(e.applies, "needs", None)
+                if fact is None or not e.active(converter):
+                    continue
+                if any(FACTS[fact](t) for t in everything):
+                    continue
+                for path, t in nodes:
+                    assert not e.applies(kd.Case(converter, path, t, family, conversion)), \
+                        (e.id, fact, path)
+        finally:
+            made.close()
+
+def test_every_fact_a_predicate_needs_is_known() -> None:
+    from pytest_metafidelity.known_differences import predicates
+
+    marked = {getattr(e.applies, "needs", None) for e in kd.KNOWN_DIFFERENCES} - {None}
+    assert marked and marked <= set(predicates.FACTS)
+    with pytest.raises(ValueError, match="unknown fact"):
+        predicates.needs("shiny")
+
+
+def test_reproducer_is_written_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pytest_metafidelity.faithful as faithful
+
+    written: list[str] = []
+    original = faithful.reproducer_source
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        written.append("x")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(faithful, "reproducer_source", counting)
+    t = torch.randn(4)[1:]
+    result = check_faithful(t, converters=["fake"], checks=["metadata"])
+    assert result.ok and written == []
+    source = result.reproducer
+    assert written == ["x"] and "assert_faithful(" in source and "converters=['fake']" in source
+    assert result.reproducer is source and written == ["x"]
+    assert result == check_faithful(t, converters=["fake"], checks=["metadata"])

@@ -63,7 +63,12 @@ class Conversion:
     after the conversion (see :mod:`.purity`; filled in by
     :func:`~pytest_metafidelity.faithful.check_faithful`).  ``inner``: True
     for the conversions the ``wrappers`` check builds for subclass inner
-    tensors."""
+    tensors.  ``release_probes``: where a check that must see the converted
+    tensors dropped (``memo``: released when no longer referenced) leaves a
+    probe instead of converting everything again; the owner of the converted
+    tensors (:func:`~pytest_metafidelity.faithful.check_faithful`) drops
+    them, with this Conversion, and calls each probe.  None: the check does
+    it on its own."""
 
     names: tuple[str, ...]
     real: tuple[Any, ...]
@@ -73,6 +78,7 @@ class Conversion:
     before: Any = None
     after: Any = None
     inner: bool = False
+    release_probes: list[Callable[[], list["Mismatch"]]] | None = None
 
     def pairs(self) -> Iterator[tuple[str, Any, Any]]:
         return iter(zip(self.names, self.real, self.fake))

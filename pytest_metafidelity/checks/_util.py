@@ -77,15 +77,12 @@ def base_of(t: Any) -> Any:
 
 
 def grad_of(t: Any) -> Any:
-    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns)."""
-    import warnings
-
+    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns; a
+    leaf's does not, so no warning filter is needed)."""
     try:
         if not t.is_leaf:
             return None
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return t.grad
+        return t.grad
     except Exception:
         return None
 
@@ -114,33 +111,51 @@ def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple
     from it -- ``_base``, a leaf's ``.grad`` and (with ``inner``) subclass
     inner tensors -- walked in lockstep on both sides.  With ``unique``, each
     (real, fake) pair is listed once (at the first path that reaches it);
-    without, every path is listed (identity checks need them all)."""
-    out: list[tuple[str, Any, Any]] = []
-    seen: set[tuple[int, int]] = set()
+    without, every path is listed (identity checks need them all).
 
-    def walk(path: str, r: Any, f: Any, depth: int) -> None:
-        key = (id(r), id(f))
-        if key in seen and unique:
-            return
-        seen.add(key)
-        out.append((path, r, f))
-        if depth > 8:
-            return
-        rb, fb = base_of(r), base_of(f)
-        if rb is not None and fb is not None:
-            walk(f"{path}._base", rb, fb, depth + 1)
-        rg, fg = grad_of(r), grad_of(f)
-        if rg is not None and fg is not None:
-            walk(f"{path}.grad", rg, fg, depth + 1)
-        if inner:
-            fi = dict(inner_tensors(f))
-            for attr, ri in inner_tensors(r):
-                if attr in fi:
-                    walk(f"{path}.{attr}", ri, fi[attr], depth + 1)
+    Walked once per Conversion and arguments (the checks each ask; the
+    tensors' graph does not change while they run): the list is the
+    Conversion's, not to be modified."""
+    cache = getattr(conv, "_related_walks", None)
+    if cache is None:
+        cache = {}
+        try:
+            conv._related_walks = cache
+        except AttributeError:  # not a checks.Conversion
+            pass
+    key = (inner, unique)
+    walked = cache.get(key)
+    if walked is None:
+        walked = cache[key] = []
+        seen: set[tuple[int, int]] = set()
+        for name, r, f in conv.pairs():
+            _walk_pair(walked, seen, name, r, f, 0, inner, unique)
+    return walked
 
-    for name, r, f in conv.pairs():
-        walk(name, r, f, 0)
-    return out
+
+# The walks are module-level functions, not closures: a recursive closure is
+# a reference cycle that would keep the walked (converted) tensors alive
+# until the garbage collector runs (the ``memo`` check sees them released).
+def _walk_pair(out: list, seen: set, path: str, r: Any, f: Any, depth: int, inner: bool,
+               unique: bool) -> None:
+    key = (id(r), id(f))
+    if key in seen and unique:
+        return
+    seen.add(key)
+    out.append((path, r, f))
+    if depth > 8:
+        return
+    rb, fb = base_of(r), base_of(f)
+    if rb is not None and fb is not None:
+        _walk_pair(out, seen, f"{path}._base", rb, fb, depth + 1, inner, unique)
+    rg, fg = grad_of(r), grad_of(f)
+    if rg is not None and fg is not None:
+        _walk_pair(out, seen, f"{path}.grad", rg, fg, depth + 1, inner, unique)
+    if inner:
+        fi = dict(inner_tensors(f))
+        for attr, ri in inner_tensors(r):
+            if attr in fi:
+                _walk_pair(out, seen, f"{path}.{attr}", ri, fi[attr], depth + 1, inner, unique)
 
 
 def functorch_unwrapped(t: Any) -> Any:
@@ -161,22 +176,22 @@ def walk_real(names: Any, tensors: Any, *, unwrap: bool = False) -> list[tuple[s
     names it), one side only, each tensor once; paths as in :func:`related`."""
     out: list[tuple[str, Any]] = []
     seen: set[int] = set()
-
-    def walk(path: str, t: Any, depth: int) -> None:
-        if t is None or id(t) in seen or depth > 8:
-            return
-        seen.add(id(t))
-        out.append((path, t))
-        walk(f"{path}._base", base_of(t), depth + 1)
-        walk(f"{path}.grad", grad_of(t), depth + 1)
-        for attr, inner in inner_tensors(t):
-            walk(f"{path}.{attr}", inner, depth + 1)
-        if unwrap:
-            walk(f"{path}.unwrapped", functorch_unwrapped(t), depth + 1)
-
     for name, t in zip(names, tensors):
-        walk(name, t, 0)
+        _walk_one(out, seen, name, t, 0, unwrap)
     return out
+
+
+def _walk_one(out: list, seen: set, path: str, t: Any, depth: int, unwrap: bool) -> None:
+    if t is None or id(t) in seen or depth > 8:
+        return
+    seen.add(id(t))
+    out.append((path, t))
+    _walk_one(out, seen, f"{path}._base", base_of(t), depth + 1, unwrap)
+    _walk_one(out, seen, f"{path}.grad", grad_of(t), depth + 1, unwrap)
+    for attr, inner in inner_tensors(t):
+        _walk_one(out, seen, f"{path}.{attr}", inner, depth + 1, unwrap)
+    if unwrap:
+        _walk_one(out, seen, f"{path}.unwrapped", functorch_unwrapped(t), depth + 1, unwrap)
 
 
 def resolve(conv: Any, path: str, *, fake: bool = False) -> Any:

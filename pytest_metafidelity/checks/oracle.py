@@ -32,7 +32,39 @@ from ._util import fake_device, grad_of, hint, hints, is_view, related, safe, sa
 
 def read(t: Any, *, device: Any = None) -> dict[str, Any]:
     """The oracle's reading of ``t`` (``device`` replaces ``t.device`` on the
-    expected side: the device a converted tensor must report)."""
+    expected side: the device a converted tensor must report).  Read in one
+    go; where a field cannot be read (it raises), field by field, that one
+    as None."""
+    try:
+        return _read_in_one_go(t, device)
+    except Exception:
+        return _read_field_by_field(t, device)
+
+
+def _read_in_one_go(t: Any, device: Any) -> dict[str, Any]:
+    import torch
+
+    out: dict[str, Any] = {
+        "shape": hints(t.shape),
+        "dtype": t.dtype,
+        "layout": t.layout,
+        "device": t.device if device is None else device,
+        "requires_grad": t.requires_grad,
+        "is_leaf": t.is_leaf,
+        "grad is not None": grad_of(t) is not None,
+        "is_inference()": t.is_inference(),
+        "is_conj()": t.is_conj(),
+        "is_neg()": t.is_neg(),
+        "_is_view()": is_view(t),
+        "isinstance(nn.Parameter)": isinstance(t, torch.nn.Parameter),
+    }
+    if t.layout == torch.strided:
+        out["stride()"] = hints(t.stride())
+        out["storage_offset()"] = hint(t.storage_offset())
+    return out
+
+
+def _read_field_by_field(t: Any, device: Any) -> dict[str, Any]:
     import torch
 
     strided = safe(lambda: t.layout == torch.strided, False)

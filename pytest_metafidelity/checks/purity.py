@@ -34,7 +34,6 @@ from ._util import grad_of, safe, walk_real
 MAX_VALUE_BYTES = 1 << 20
 # The reading of what a C++ functional tensor wraps.
 FUNCTIONAL_VALUE = "torch._from_functional_tensor()"
-_MISSING = object()
 
 
 @dataclasses.dataclass
@@ -92,7 +91,61 @@ def _storage_bytes(t: Any) -> Any:
         return _Bytes(view.clone())
 
 
-def read_tensor(t: Any) -> dict[str, Any]:
+def _bytes_of_storage(t: Any, copies: dict[int, Any] | None) -> Any:
+    """``_storage_bytes(t)``, copied once per storage among ``copies`` (the
+    tensors of one snapshot: a view and its base share one).  A wrapper
+    subclass's storage is its own, never shared by key with another's."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if copies is None or is_traceable_wrapper_subclass(t):
+        return _storage_bytes(t)
+    key = t.untyped_storage()._cdata
+    if key not in copies:
+        copies[key] = _storage_bytes(t)
+    return copies[key]
+
+
+def read_tensor(t: Any, copies: dict[int, Any] | None = None) -> dict[str, Any]:
+    """The reading of ``t`` the snapshots compare.  Read in one go; where a
+    field cannot be read (it raises), field by field, that one as None.
+    ``copies``: storage bytes already copied for this snapshot."""
+    try:
+        return _read_in_one_go(t, copies)
+    except Exception:
+        return _read_field_by_field(t, copies)
+
+
+def _read_in_one_go(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
+    import torch
+
+    grad = grad_of(t)
+    out: dict[str, Any] = {
+        "shape": tuple(t.shape),
+        "dtype": t.dtype,
+        "layout": t.layout,
+        "device": t.device,
+        "requires_grad": t.requires_grad,
+        "is_leaf": t.is_leaf,
+        "_version": t._version,
+        "grad": _Same(grad),
+        "grad._version": None if grad is None else grad._version,
+        "grad_fn": _Same(t.grad_fn),
+        "is_conj()": t.is_conj(),
+        "is_neg()": t.is_neg(),
+    }
+    if torch._is_functional_tensor(t):
+        out[FUNCTIONAL_VALUE] = _Same(torch._from_functional_tensor(t))
+    if t.layout == torch.strided and not t.is_nested:
+        storage = t.untyped_storage()
+        out["stride()"] = tuple(t.stride())
+        out["storage_offset()"] = t.storage_offset()
+        out["storage"] = storage._cdata
+        out["storage nbytes"] = storage.nbytes()
+        out["storage bytes"] = safe(lambda: _bytes_of_storage(t, copies))
+    return out
+
+
+def _read_field_by_field(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
     import torch
 
     out: dict[str, Any] = {
@@ -116,7 +169,7 @@ def read_tensor(t: Any) -> dict[str, Any]:
         out["storage_offset()"] = safe(lambda: t.storage_offset())
         out["storage"] = safe(lambda: t.untyped_storage()._cdata)
         out["storage nbytes"] = safe(lambda: t.untyped_storage().nbytes())
-        out["storage bytes"] = safe(lambda: _storage_bytes(t))
+        out["storage bytes"] = safe(lambda: _bytes_of_storage(t, copies))
     return out
 
 
@@ -165,18 +218,26 @@ def _state_queries() -> dict[str, Callable[[], Any]]:
     }
 
 
+_QUERIES: dict[str, Callable[[], Any]] = {}
+
+
 def read_state() -> dict[str, Any]:
+    if not _QUERIES:  # built once: the queries themselves are read each time
+        _QUERIES.update(_state_queries())
     out = {}
-    for key, query in _state_queries().items():
-        value = safe(query, _MISSING)
-        if value is not _MISSING:
-            out[key] = value
+    for key, query in _QUERIES.items():
+        try:
+            out[key] = query()
+        except Exception:  # a query this torch lacks: left out
+            pass
     return out
 
 
 def capture(names: tuple[str, ...], tensors: tuple[Any, ...]) -> Snapshot:
     """Snapshot of the real tensors (and what they reach) and global state."""
-    return Snapshot([(p, t, read_tensor(t)) for p, t in walk_real(names, tensors)], read_state())
+    copies: dict[int, Any] = {}
+    return Snapshot([(p, t, read_tensor(t, copies)) for p, t in walk_real(names, tensors)],
+                    read_state())
 
 
 def _equal(a: Any, b: Any) -> bool:

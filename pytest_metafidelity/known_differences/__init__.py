@@ -103,6 +103,12 @@ class KnownDifference:
     def active(self, converter: str, version: Any = None) -> bool:
         if self.converters is not None and converter not in self.converters:
             return False
+        if version is None:  # the installed torch: judged once per entry
+            cached = _ACTIVE_HERE.get(id(self))
+            if cached is None or cached[0] is not self:
+                cached = _ACTIVE_HERE[id(self)] = (
+                    self, version_in_range(None, self.since, self.until))
+            return cached[1]
         return version_in_range(version, self.since, self.until)
 
     def matches(self, mismatch: Any, case: Case) -> bool:
@@ -119,6 +125,39 @@ class KnownDifference:
                  else "upstream bug, not yet reported upstream" if self.unfiled
                  else f"upstream bug: {self.link}")
         return f"{self.id} ({where}): {self.reason}"
+
+
+class _CaseFacts:
+    """Which of the predicates' FACTS some tensor of a case has, each read
+    once, when a predicate marked ``@needs`` first asks."""
+
+    def __init__(self, tensors: tuple[Any, ...]) -> None:
+        self.tensors = tensors
+        self.known: dict[str, bool] = {}
+
+    def allow(self, predicate: Callable[[Case], bool]) -> bool:
+        fact = getattr(predicate, "needs", None)
+        if fact is None:
+            return True
+        if fact not in self.known:
+            test = FACTS[fact]
+            self.known[fact] = any(_holds(test, t) for t in self.tensors)
+        return self.known[fact]
+
+
+# id(entry) -> (entry, its checks as a set).
+_CHECK_SETS: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _check_set(entry: KnownDifference) -> frozenset[str]:
+    cached = _CHECK_SETS.get(id(entry))
+    if cached is None or cached[0] is not entry:
+        cached = _CHECK_SETS[id(entry)] = (entry, frozenset(entry.checks))
+    return cached[1]
+
+
+# id(entry) -> (entry, whether the installed torch is in its version range).
+_ACTIVE_HERE: dict[int, tuple[Any, bool]] = {}
 
 
 def _holds(predicate: Callable[[Case], bool], case: Case) -> bool:
@@ -147,6 +186,7 @@ def version_in_range(version: Any, since: str | None, until: str | None) -> bool
 
 # The entries need the classes above.
 from .registry import KNOWN_DIFFERENCES  # noqa: E402
+from .predicates import FACTS  # noqa: E402
 
 
 def registry() -> list[KnownDifference]:
@@ -186,8 +226,10 @@ def triage(
     # The tensors inside functorch wrappers are checked by ``wrappers`` only.
     family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)
                     if conversion is not None else [])
-    family = tuple(r for _, r in walk_real(conversion.names, conversion.real)) if conversion \
-        is not None else ()
+    if any(p.endswith(".unwrapped") or ".unwrapped." in p for p, _ in family_nodes):
+        family = tuple(r for _, r in walk_real(conversion.names, conversion.real))
+    else:  # the same walk
+        family = tuple(r for _, r in family_nodes)
 
     def case(path: str, tensor: Any) -> Case:
         return Case(converter, path, tensor, family, conversion)
@@ -209,11 +251,18 @@ def triage(
     # cannot be judged.
     conversion_raised = any(m.check == "conversion" for m in mismatches)
     passing = []
+    node_cases = [case(p, r) for p, r in family_nodes]
+    facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
     for e in entries:
-        if e.id in hit or not set(e.checks) & ran or set(e.checks) & crashed:
+        checks = _check_set(e)
+        if e.id in hit or checks.isdisjoint(ran) or not checks.isdisjoint(crashed):
             continue
-        if conversion_raised and "conversion" in e.checks:
+        if conversion_raised and "conversion" in checks:
             continue
-        if any(_holds(e.applies, case(p, r)) for p, r in family_nodes):
+        if not facts.allow(e.applies):
+            continue  # it needs a fact no tensor of the case has: it cannot hold
+        # A family-wide predicate holds for every node or for none.
+        judged = node_cases[:1] if getattr(e.applies, "family_wide", False) else node_cases
+        if any(_holds(e.applies, c) for c in judged):
             passing.append(e.id)
     return Triage(unexplained, explained, passing, sorted(hit))

@@ -4,6 +4,17 @@ An entry's ``applies`` predicate says when its difference occurs, not
 merely when it might (see the package docstring): the project's property
 tests fail on a difference no entry explains and on an entry that expected a
 difference that did not occur.
+
+The triage asks every active entry's predicate on every case, passing ones
+included (to notice an entry that did not occur).  Two markers make that
+cheap without changing an answer: ``@family_wide`` (the predicate reads
+only the family, so it is asked once per case rather than per tensor) and
+``@needs(fact)`` (it can only hold when some tensor of the case has the
+fact -- sparse, nested, subclass, functorch, functional, FunctionalTensor
+-- so cases without it skip it); the project's tests hold both to what
+they claim.  Work a
+predicate repeats for each tensor of a case is kept per conversion with
+:func:`_memo`.
 """
 
 from __future__ import annotations
@@ -18,6 +29,70 @@ FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "re
 ALL_BUT_FUNCTIONAL = ("meta", *FAKE_CONVERTERS)
 REAL_CONVERTERS = ("fake-real", "fake-real-dynamic")
 SUB_BYTE_DTYPES = tuple(f"{p}int{i}" for p in ("", "u") for i in range(1, 8))
+
+
+def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+    """Marks a predicate that reads only the case's family, conversion and
+    converter -- never ``case.tensor`` or ``case.path`` -- so it holds for
+    every tensor of a case or for none: the triage asks it once per case."""
+    predicate.family_wide = True  # type: ignore[attr-defined]
+    return predicate
+
+
+def _is_sparse(t: Any) -> bool:
+    return _layout(t).startswith("sparse")
+
+
+def _is_nested(t: Any) -> bool:
+    return bool(getattr(t, "is_nested", False))
+
+
+def _is_subclass(t: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(t)
+
+
+def _is_functorch_wrapped(t: Any) -> bool:
+    from ..checks._util import functorch_unwrapped
+
+    return functorch_unwrapped(t) is not None
+
+
+def _is_cpp_functional(t: Any) -> bool:
+    import torch
+
+    try:
+        return bool(torch._is_functional_tensor(t))
+    except Exception:
+        return False
+
+
+# Facts about a case's tensors (the family and the tensors the triage
+# visits), cheap to read: a predicate marked ``@needs(fact)`` can only hold
+# when some tensor of the case has the fact, and the triage skips it on the
+# cases where none has.
+FACTS: dict[str, Callable[[Any], bool]] = {
+    "sparse": _is_sparse,
+    "nested": _is_nested,
+    "subclass": _is_subclass,
+    "functorch": _is_functorch_wrapped,
+    "functional": _is_cpp_functional,
+    "FunctionalTensor": lambda t: _is_functional_tensor_wrapper(t),
+}
+
+
+def needs(fact: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool]]:
+    """Marks a predicate that holds only when some tensor of the case has
+    ``fact`` (see FACTS)."""
+    if fact not in FACTS:
+        raise ValueError(f"unknown fact {fact!r}; known: {', '.join(FACTS)}")
+
+    def mark(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+        predicate.needs = fact  # type: ignore[attr-defined]
+        return predicate
+
+    return mark
 
 
 def _layout(t: Any) -> str:
@@ -77,12 +152,24 @@ def _functional_value(t: Any) -> Any:
         return None
 
 
-def visiting_order(conversion: Any) -> list[Any]:
+def visiting_order(conversion: Any) -> tuple[Any, ...]:
     """The real tensors in the order MetaConverter creates their converted
     counterparts: per tensor converted (in the conversion's order), a view's
     ``_base`` first (with the base's grad), the value a C++ functional tensor
     wraps (converted by the same MetaConverter, sharing its storage memo),
-    then the tensor, then its grad."""
+    then the tensor, then its grad.  Computed once per conversion (the
+    predicates of every tensor of a case ask for it)."""
+    cached = getattr(conversion, "_visiting_order", None)
+    if cached is None:
+        cached = tuple(_visiting_order(conversion))
+        try:
+            conversion._visiting_order = cached
+        except AttributeError:  # not a checks.Conversion
+            pass
+    return cached
+
+
+def _visiting_order(conversion: Any) -> list[Any]:
     from ..checks._util import base_of, grad_of, inner_tensors
 
     seq: list[Any] = []
@@ -148,7 +235,9 @@ def storage_sized_to_tensors(case: Case) -> bool:
     if not _strided(t) or not _static_fake_nbytes(case):
         return False
     grow = case.converter != "meta"
-    predicted = converted_storage_nbytes(case.conversion, t, grow_on_views=grow)
+    # The same prediction for every tensor on one storage: made once.
+    predicted = _memo(case, ("converted storage nbytes", _storage(t), grow),
+                      lambda: converted_storage_nbytes(case.conversion, t, grow_on_views=grow))
     return predicted is not None and predicted != t.untyped_storage().nbytes()
 
 
@@ -195,12 +284,14 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     from ..checks.aliasing import version_partition
 
     t = case.tensor
-    if t is None:
+    if t is None or len(case.family) < 2:
         return False
     family = list(case.family)
     if not any(u is t for u in family):
         return False
-    labels = version_partition(family)
+    # The same family for every tensor of the case: partitioned once.
+    labels = _memo(case, ("version-partition", tuple(map(id, family))),
+                   lambda: version_partition(family))
     index = next(i for i, u in enumerate(family) if u is t)
     if labels[index] is None:
         return False
@@ -211,6 +302,7 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     )
 
 
+@needs("sparse")
 def sparse_coo_non_leaf(case: Case) -> bool:
     t = case.tensor
     return (t is not None and _layout(t) == "sparse_coo" and t.requires_grad
@@ -248,6 +340,7 @@ def custom_grad_dtype(case: Case) -> bool:
             and getattr(t, "grad_dtype", t.dtype) != t.dtype)
 
 
+@needs("sparse")
 def is_sparse_with_elements(case: Case) -> bool:
     t = case.tensor
     return t is not None and _layout(t).startswith("sparse") and int(t._nnz()) > 0
@@ -289,11 +382,14 @@ def carried_values_not_copied(case: Case) -> bool:
     return carried is not None and carried_values_differ(t, carried)
 
 
+@family_wide
+@needs("sparse")
 def any_compressed_non_leaf(case: Case) -> bool:
     return any(_layout(t) in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
                and t.requires_grad and not t.is_leaf for t in case.family)
 
 
+@needs("sparse")
 def coo_with_dynamic_dense_dims(case: Case) -> bool:
     """A COO tensor with a dense dimension of size >= 2 (dynamic: sizes 0
     and 1 are specialized)."""
@@ -302,11 +398,14 @@ def coo_with_dynamic_dense_dims(case: Case) -> bool:
             and any(n >= 2 for n in t.shape[t.sparse_dim():]))
 
 
+@family_wide
+@needs("sparse")
 def any_dynamic_coo_non_leaf(case: Case) -> bool:
     return any(_layout(t) == "sparse_coo" and t.requires_grad and not t.is_leaf
                and any(n >= 2 for n in t.shape) for t in case.family)
 
 
+@family_wide
 def any_functional_tensor_set_storage(case: Case) -> bool:
     """A (Python) FunctionalTensor that MetaConverter installs with set_ on a
     storage it has not converted yet -- a non-view with a storage offset,
@@ -350,6 +449,7 @@ def carries_conj_neg(case: Case) -> bool:
     return t is not None and _strided(t) and bool(t.is_conj() or t.is_neg())
 
 
+@needs("sparse")
 def sparse_metadata_from_elements(case: Case) -> bool:
     """Queries whose result depends on nnz: _indices() of COO, values() of
     BSR/BSC (the block size)."""
@@ -359,6 +459,7 @@ def sparse_metadata_from_elements(case: Case) -> bool:
     return _layout(t) in ("sparse_coo", "sparse_bsr", "sparse_bsc")
 
 
+@family_wide
 def any_storage_too_small(case: Case) -> bool:
     """Our converters refuse to copy the values of a tensor whose storage is
     smaller than it (torch would segfault): ``crashing_copy`` held for a tensor
@@ -373,6 +474,7 @@ def any_storage_too_small(case: Case) -> bool:
     return any(crashing_copy(t) for t in case.conversion.real)
 
 
+@family_wide
 def any_copy_fails(case: Case) -> bool:
     """MetaConverter's copy of a real tensor's values would raise: copy_ into
     empty_strided(size, stride) for the non-view tensors whose type is
@@ -400,6 +502,7 @@ def any_copy_fails(case: Case) -> bool:
     return False
 
 
+@family_wide
 def reaches_past_first_tensor(case: Case) -> bool:
     """A tensor reaches past the storage of the first non-view tensor on its
     storage, which was allocated at offset 0 with that tensor's reach: the
@@ -424,6 +527,8 @@ def reaches_past_first_tensor(case: Case) -> bool:
     return False
 
 
+@family_wide
+@needs("nested")
 def any_strided_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -431,6 +536,8 @@ def any_strided_nested(case: Case) -> bool:
                for t in case.family)
 
 
+@family_wide
+@needs("subclass")
 def any_wrapper_subclass(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -452,6 +559,7 @@ def _is_functional_tensor_wrapper(t: Any) -> bool:
     return isinstance(t, FunctionalTensor)
 
 
+@needs("FunctionalTensor")
 def functional_wrapper_dropped(case: Case) -> bool:
     """A FunctionalTensor converts to a plain tensor: always for fake
     converters; for the meta converter when no FunctionalTensorMode is active
@@ -467,6 +575,7 @@ def meta_wrapped_by_functional_mode(case: Case) -> bool:
     return t is not None and not _is_functional_tensor_wrapper(t) and _functional_mode_active()
 
 
+@family_wide
 def any_grad_of_another_dtype(case: Case) -> bool:
     from ..checks._util import grad_of
 
@@ -477,6 +586,8 @@ def any_grad_of_another_dtype(case: Case) -> bool:
     return False
 
 
+@family_wide
+@needs("functional")
 def any_functional_view(case: Case) -> bool:
     import torch
 
@@ -487,6 +598,8 @@ def any_functional_view(case: Case) -> bool:
     )
 
 
+@family_wide
+@needs("subclass")
 def any_jagged_nested(case: Case) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -494,12 +607,15 @@ def any_jagged_nested(case: Case) -> bool:
                for t in case.family)
 
 
+@family_wide
+@needs("sparse")
 def any_compressed_requiring_grad(case: Case) -> bool:
     from ..converters import _compressed_requiring_grad
 
     return any(_compressed_requiring_grad(t) for t in case.family)
 
 
+@family_wide
 def zero_byte_scalar_item(case: Case) -> bool:
     """from_tensor with a ShapeEnv and a source reads ``item()`` of a 0-dim
     CPU int64/int32/int16/int8/float64 tensor to make a symbol for it: with
@@ -543,6 +659,7 @@ def _functorch_innermost(case: Case) -> Any:
     return t if inside else None
 
 
+@needs("functorch")
 def functorch_inner_requires_grad(case: Case) -> bool:
     """The tensor inside functorch wrappers requires grad: MetaConverter's
     _to_fake_tensor rebuilds it with empty_strided, without requires_grad
@@ -554,6 +671,7 @@ def functorch_inner_requires_grad(case: Case) -> bool:
             and bool(t.requires_grad))
 
 
+@needs("functorch")
 def functorch_inner_storage_offset(case: Case) -> bool:
     """The tensor inside functorch wrappers has a storage offset, which the
     empty_strided rebuild drops (the wrappers report the inner offset)."""
@@ -561,6 +679,7 @@ def functorch_inner_storage_offset(case: Case) -> bool:
     return t is not None and _strided(t) and t.storage_offset() != 0
 
 
+@needs("functorch")
 def functorch_inner_storage_nbytes(case: Case) -> bool:
     """The storage of the tensor inside functorch wrappers is not the size
     empty_strided(size, stride) allocates: what the tensor reaches from
@@ -576,6 +695,7 @@ def functorch_inner_storage_nbytes(case: Case) -> bool:
     return t.untyped_storage().nbytes() != allocated
 
 
+@needs("functorch")
 def functorch_inner_view(case: Case) -> bool:
     """A tensor inside a functorch wrapper (a wrapper of an inner level, or
     the plain tensor) is a view: _to_fake_tensor recurses through the
@@ -587,6 +707,8 @@ def functorch_inner_view(case: Case) -> bool:
     return t is not None and ".unwrapped" in case.path and is_view(t)
 
 
+@family_wide
+@needs("functorch")
 def any_grad_tracking_non_leaf(case: Case) -> bool:
     """A GradTrackingTensor (not a view: those are refused) that requires
     grad and is not a leaf, among the tensors MetaConverter.meta_tensor
@@ -656,6 +778,8 @@ def _first_fake_replays_symbol(t: Any) -> bool:
         first.close()
 
 
+@family_wide
+@needs("subclass")
 def subclass_view_replays_symbol(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose fake (made with a
     ShapeEnv, every dimension dynamic) has a view function carrying SymInts
@@ -690,6 +814,8 @@ def _python_dispatcher_replay_differs(t: Any) -> bool:
             != (tuple(t.shape), tuple(t.stride()), t.storage_offset()))
 
 
+@family_wide
+@needs("subclass")
 def subclass_view_replay_mismatch(case: Case) -> bool:
     """A view of a traceable wrapper subclass whose replay under the
     Python dispatcher does not reproduce its sizes, strides and storage
@@ -742,6 +868,7 @@ def _mismatch_signature(case: Case, *, cache: bool) -> frozenset:
             converter.close()
 
 
+@needs("subclass")
 def dispatch_cache_zero_element_view(case: Case) -> bool:
     """The family has a zero-element view of a traceable wrapper subclass
     (MetaConverter replays such views op by op -- a dense view is rebuilt
@@ -755,8 +882,9 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
 
     from ..checks._util import is_view, safe
 
-    if not any(is_traceable_wrapper_subclass(t) and is_view(t)
-               and safe(lambda: t.numel() == 0, False) for t in case.family):
+    if not _memo(case, "zero-element-subclass-view", lambda: any(
+            is_traceable_wrapper_subclass(t) and is_view(t)
+            and safe(lambda: t.numel() == 0, False) for t in case.family)):
         return False
 
     def differs() -> frozenset:
@@ -768,6 +896,7 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
     return case.path in paths
 
 
+@needs("functional")
 def functional_dynamic_storage_from_inner(case: Case) -> bool:
     """A C++ functional tensor whose converted inner tensor has symbolic
     sizes or strides: its functional storage then takes the size of the
@@ -806,6 +935,8 @@ def _dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
         conv.close()
 
 
+@family_wide
+@needs("functional")
 def functional_zero_byte_resize(case: Case) -> bool:
     """A C++ functional tensor with no elements (its functional storage has
     zero bytes) whose wrapped tensor converts, with a ShapeEnv, to one with
@@ -830,6 +961,7 @@ def functional_zero_byte_resize(case: Case) -> bool:
                for t in case.family)
 
 
+@needs("functional")
 def functional_value_replaced(case: Case) -> bool:
     """A C++ functional tensor whose wrapped value the conversion replaced:
     it had updates pending (a view of it was mutated), which the describer's
@@ -862,6 +994,8 @@ def _describe_with_data_fails(t: Any) -> bool:
     return False
 
 
+@family_wide
+@needs("functorch")
 def real_functorch_view_refusal_fails(case: Case) -> bool:
     """A functorch-wrapped view -- MetaConverter refuses it with Dynamo's
     unimplemented(context=str(t)) -- whose description, with the real data
