@@ -24,7 +24,7 @@ OPTIONS = (
      "comma-separated checks to run (default: all)", "list"),
     ("metafidelity_devices", "METAFIDELITY_DEVICES",
      "comma-separated devices for real tensors: cpu, meta, cuda, cuda:N "
-     "(default: cpu plus every visible GPU)", "list"),
+     "(default: cpu, meta and every visible GPU)", "list"),
     ("metafidelity_examples", "METAFIDELITY_EXAMPLES",
      "Hypothesis examples per suite item (overrides the profile and the time budget)", "int"),
     ("metafidelity_budget", "METAFIDELITY_BUDGET",
@@ -209,7 +209,7 @@ def resolve(config: Any) -> SuiteOptions:
     devices_given = ["cuda:0" if d == "cuda" else d
                      for d in _split(raw_value(config, "metafidelity_devices"))]
     devices = _choose("metafidelity_devices", devices_given, known_devices + ["cuda:0"],
-                      [d for d in known_devices if d != "meta"])
+                      known_devices)
     if "cuda:0" in devices and "cuda:0" not in known_devices:
         raise OptionError("--metafidelity-devices: 'cuda' was asked for but no GPU is visible; "
                           f"valid here: {', '.join(known_devices)}")
