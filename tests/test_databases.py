@@ -8,6 +8,7 @@ import json
 import shutil
 import socket
 import subprocess
+import sys
 import textwrap
 import time
 import warnings
@@ -246,3 +247,41 @@ def test_losing_redis_mid_run_is_a_warning_and_keeps_results(
     doc = json.loads(report.read_text())
     assert any(f["converter"] == "fake" and "storage_offset" in f["attribute"]
                for f in doc["failures"])
+
+
+ITEM_SETTINGS = textwrap.dedent(
+    """
+    import sys
+    from hypothesis import settings
+    from pytest_metafidelity import databases
+    from pytest_metafidelity.options import PROFILES, SuiteOptions
+    from pytest_metafidelity.suite.runner import SuiteRun, item_settings
+
+    def options(profile, spec):
+        return SuiteOptions(kinds=("dense",), converters=("fake",), checks=("metadata",),
+                            devices=("cpu",), profile=PROFILES[profile], examples=2, budget=None,
+                            strict=False, report=None, reproducers="r",
+                            database=databases.parse(spec))
+
+    ci = item_settings(SuiteRun(options("ci", None)), "x::test_fidelity[dense-fake]")
+    print("ci alone:", ci.database, ci.derandomize)
+    shared = item_settings(SuiteRun(options("ci", sys.argv[1])), "x::test_fidelity[dense-fake]")
+    print("profile:", settings.default.database is shared.database,
+          settings.get_profile("metafidelity").database is shared.database)
+    print("ci with database:", type(shared.database).__name__, shared.derandomize)
+    """
+)
+
+
+def test_items_inherit_the_database_from_the_settings_profile(tmp_path: Path) -> None:
+    script = tmp_path / "item_settings.py"
+    script.write_text(ITEM_SETTINGS)
+    result = subprocess.run([sys.executable, str(script), str(tmp_path / "db")],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "ci alone: None True",  # the ci profile: derandomized, no database
+        "profile: True True",  # loaded as the profile "metafidelity", inherited by the item
+        # given explicitly it wins over ci, whose examples then are random
+        "ci with database: DirectoryBasedExampleDatabase False",
+    ]
