@@ -28,6 +28,12 @@ STATUSES = (
 )
 
 
+# The count column behind each outcome (a cell shows its count / examples).
+STATUS_COLUMN = {"crashed": "crashed", "hung": "hung", "failed": "failed",
+                 "known difference": "known-difference", "unsupported": "unsupported",
+                 "passed": "passed"}
+
+
 def cell_status(item: dict[str, Any] | None) -> str:
     """The one outcome a heat-map cell shows for an item."""
     if item is None:
@@ -127,10 +133,11 @@ def _heatmap(doc: dict[str, Any]) -> str:
             counts = item.get("counts", {})
             title = f"{kind} through {converter}: {status}; " + ", ".join(
                 f"{c} {counts.get(c, 0)}" for c in columns([item]) if counts.get(c, 0))
+            column = STATUS_COLUMN[status]
             cells.append(
                 f'<td class="cell status-{_slug(status)}" data-status="{_e(status)}" '
                 f'style="background:{colour}" title="{_e(title)}">'
-                f'{_e(status)}<br>{counts.get("examples", 0)} ex</td>')
+                f'{_e(status)}<br>{counts.get(column, 0)}/{counts.get("examples", 0)} ex</td>')
         rows.append(f'<tr><th class="kind">{_e(kind)}</th>{"".join(cells)}</tr>')
     legend = "".join(
         f'<span data-status="{_e(s)}" style="background:{c};color:{"#222" if s in ("known difference", "not run") else "#fff"}">{_e(s)}</span>'
