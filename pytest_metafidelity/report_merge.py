@@ -120,7 +120,10 @@ def merge(docs: list[dict[str, Any]], names: list[str] | None = None) -> dict[st
         "columns": columns(merged_items),
         "items": merged_items,
         "failures": _unique(f for i in merged_items for f in i.get("failures", [])),
-        "crashes": _unique(c for i in merged_items for c in i.get("crashes", [])),
+        # the items' crashes, and those a report lists only at its top level
+        # (left by an earlier run that died)
+        "crashes": _unique([*(c for i in merged_items for c in i.get("crashes", [])),
+                            *(c for d in docs for c in d.get("crashes", []))]),
         "known_differences": known_differences(merged_items),
         "unexpectedly_passing": unexpectedly_passing(merged_items),
     }

@@ -263,9 +263,9 @@ ITEM_SETTINGS = textwrap.dedent(
                             strict=False, report=None, reproducers="r",
                             database=databases.parse(spec))
 
-    ci = item_settings(SuiteRun(options("ci", None)), "x::test_fidelity[dense-fake]")
+    ci = item_settings(SuiteRun(options("ci", None)), 2)
     print("ci alone:", ci.database, ci.derandomize)
-    shared = item_settings(SuiteRun(options("ci", sys.argv[1])), "x::test_fidelity[dense-fake]")
+    shared = item_settings(SuiteRun(options("ci", sys.argv[1])), 2)
     print("profile:", settings.default.database is shared.database,
           settings.get_profile("metafidelity").database is shared.database)
     print("ci with database:", type(shared.database).__name__, shared.derandomize)
