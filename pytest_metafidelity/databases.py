@@ -65,8 +65,13 @@ class DatabaseSpec:
     read_only: bool = False
 
 
+def _redacted(text: str) -> str:
+    """``text`` with the password of a URL in it hidden (it goes to logs)."""
+    return re.sub(r"(://[^/@:]*:)[^/@]*@", r"\1***@", text)
+
+
 def _bad(text: str, why: str) -> OptionError:
-    return OptionError(f"{OPTION}: {text!r} {why}; allowed: {ALLOWED}")
+    return OptionError(f"{OPTION}: {_redacted(text)!r} {why}; allowed: {ALLOWED}")
 
 
 def _parse_one(part: str) -> DatabaseSpec:
@@ -98,9 +103,9 @@ def _parse_one(part: str) -> DatabaseSpec:
             raise _bad(text, "is not redis://HOST[:PORT][/DB] (PORT and DB numbers)")
         if importlib.util.find_spec("redis") is None:
             raise OptionError(
-                f"{OPTION}: {text!r} needs the redis client, which is not installed: "
+                f"{OPTION}: {_redacted(text)!r} needs the redis client, which is not installed: "
                 "pip install 'pytest-metafidelity[redis]' (or pip install redis)")
-        return DatabaseSpec(text, "redis", part, read_only=read_only)
+        return DatabaseSpec(_redacted(text), "redis", part, read_only=read_only)
     return DatabaseSpec(text, "directory", part, read_only=read_only)
 
 

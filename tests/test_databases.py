@@ -38,6 +38,12 @@ def test_parse_each_form() -> None:
         "github-artifact", "me/proj", "db", True)
     assert databases.parse(None) == databases.parse("  ") == ()
     assert databases.parse("github-artifact:me/proj")[0].artifact is None
+    # A password in a URL stays out of what is shown (warnings, errors).
+    (secret,) = databases.parse("redis://user:s3cret@host:6379/0")
+    assert secret.text == "redis://user:***@host:6379/0" and "s3cret" in secret.target
+    with pytest.raises(OptionError) as info:
+        databases.parse("redis://:s3cret@host:6379/x")
+    assert "s3cret" not in str(info.value) and "redis://:***@host:6379/x" in str(info.value)
 
 
 @pytest.mark.parametrize("spec, bad", [
