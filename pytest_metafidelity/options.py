@@ -24,7 +24,7 @@ OPTIONS = (
      "comma-separated checks to run (default: all)", "list"),
     ("metafidelity_devices", "METAFIDELITY_DEVICES",
      "comma-separated devices for real tensors: cpu, meta, cuda, cuda:N "
-     "(default: cpu plus every visible GPU)", "list"),
+     "(default: cpu, meta and every visible GPU)", "list"),
     ("metafidelity_examples", "METAFIDELITY_EXAMPLES",
      "Hypothesis examples per suite item (overrides the profile and the time budget)", "int"),
     ("metafidelity_budget", "METAFIDELITY_BUDGET",
@@ -46,6 +46,13 @@ OPTIONS = (
     ("metafidelity_shrink_crashes", "METAFIDELITY_SHRINK_CRASHES",
      "seconds spent shrinking crashed and hung cases, in child processes, at the end of the "
      "run (default 60; 0: do not shrink)", "float"),
+    ("metafidelity_database", "METAFIDELITY_DATABASE",
+     "Hypothesis example database(s) for the suite: PATH, redis://HOST:PORT/DB or "
+     "github-artifact:OWNER/REPO[:ARTIFACT], ro: for read-only, comma-separated to combine "
+     "(overrides the profile's database; every runner sharing one must run the same Hypothesis)",
+     "str"),
+    ("metafidelity_shard", "METAFIDELITY_SHARD",
+     "run shard I of N of the suite items (I/N; the same split on every machine)", "str"),
 )
 
 
@@ -125,6 +132,8 @@ class SuiteOptions:
     example_timeout: float | None = DEFAULT_EXAMPLE_TIMEOUT  # None: no limit
     run_known_crashes: bool = False
     shrink_crashes: float = DEFAULT_SHRINK_CRASHES  # seconds; 0: off
+    database: tuple[Any, ...] = ()  # databases.DatabaseSpec, from --metafidelity-database
+    shard: tuple[int, int] | None = None  # (I, N) from --metafidelity-shard
 
 
 class OptionError(ValueError):
@@ -167,6 +176,7 @@ def resolve(config: Any) -> SuiteOptions:
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         import torch  # noqa: F401
 
+    from . import databases, shards
     from .checks import all_checks
     from .converters import CONVERTERS
     from .strategies.config import visible_devices
@@ -199,7 +209,7 @@ def resolve(config: Any) -> SuiteOptions:
     devices_given = ["cuda:0" if d == "cuda" else d
                      for d in _split(raw_value(config, "metafidelity_devices"))]
     devices = _choose("metafidelity_devices", devices_given, known_devices + ["cuda:0"],
-                      [d for d in known_devices if d != "meta"])
+                      known_devices)
     if "cuda:0" in devices and "cuda:0" not in known_devices:
         raise OptionError("--metafidelity-devices: 'cuda' was asked for but no GPU is visible; "
                           f"valid here: {', '.join(known_devices)}")
@@ -226,4 +236,6 @@ def resolve(config: Any) -> SuiteOptions:
         example_timeout=DEFAULT_EXAMPLE_TIMEOUT if timeout is None else (timeout or None),
         run_known_crashes=bool(raw_value(config, "metafidelity_run_known_crashes")),
         shrink_crashes=DEFAULT_SHRINK_CRASHES if shrink is None else shrink,
+        database=databases.parse(raw_value(config, "metafidelity_database")),
+        shard=shards.parse(raw_value(config, "metafidelity_shard")),
     )

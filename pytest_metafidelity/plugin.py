@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import options as _options
+from . import shards as _shards
 
 if TYPE_CHECKING:
     from .options import SuiteOptions
@@ -151,6 +152,7 @@ class FidelitySession:
         metafunc.parametrize("metafidelity_item", items, ids=[i.id for i in items])
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        _shards.apply_shard(self.config, items, self.run.options.shard)
         from .suite.runner import fidelity_test
 
         suite = [i for i in items if _is_suite_item(i)]

@@ -314,3 +314,9 @@ class Collector:
         os.makedirs(directory, exist_ok=True)
         with open(path, "w") as f:
             json.dump(self.document(options, seed), f, indent=2, default=str)
+
+
+if __name__ == "__main__":  # python -m pytest_metafidelity.report merge|html|new-failures ...
+    from .report_cli import main
+
+    raise SystemExit(main())

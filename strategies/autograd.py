@@ -225,7 +225,7 @@ def grad_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     shape, dtype, device = tuple(t.shape), t.dtype, str(t.device)
     if case == "grad_is_other":
         y = draw_dense(draw, b, cfg, dtype=dtype, shape=shape, layouts=("contiguous", "strided"),
-                       allow_grad=False)
+                       allow_grad=False, device=device)  # a grad is on its tensor's device
         b.stmt(f"{x}.grad = {y}")
         return [x, y]
     if case == "grad_view_of_other":
@@ -234,7 +234,7 @@ def grad_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
         return [x, y]
     if case == "shared_grad":
         x2 = draw_leaf(draw, b, cfg, dtype=dtype, requires_grad=None, layouts=("contiguous",))
-        if tuple(b[x2].shape) != shape:
+        if tuple(b[x2].shape) != shape or str(b[x2].device) != device:  # g fits both
             x2 = b.let(f"{dense_expr(shape, dtype, device)}.requires_grad_({bool(b[x2].requires_grad)})")
         g = b.let(dense_expr(shape, dtype, device))
         b.stmt(f"{x}.grad = {g}")

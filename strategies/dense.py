@@ -38,11 +38,12 @@ def draw_dense(
     shape: tuple[int, ...] | None = None,
     layouts: tuple[str, ...] = LAYOUTS,
     allow_grad: bool = True,
+    device: str | None = None,
 ) -> str:
     """Add a dense leaf tensor to ``b``; returns its name."""
     dtype = draw(cfg.dtypes) if dtype is None else dtype
     shape = draw(cfg.shapes) if shape is None else shape
-    device = draw(cfg.devices)
+    device = draw(cfg.devices) if device is None else device
     if not cfg.zero_byte_storages:
         layouts = tuple(x for x in layouts if x != "zero_byte_storage") or ("contiguous",)
     layout = draw(st.sampled_from(layouts))

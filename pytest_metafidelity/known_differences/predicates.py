@@ -106,7 +106,7 @@ def _dtype(t: Any) -> str:
 def _strided(t: Any) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    return (t is not None and _layout(t) == "strided" and t.device.type != "meta"
+    return (t is not None and _layout(t) == "strided"
             and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
 
 
@@ -456,7 +456,10 @@ def sparse_metadata_from_elements(case: Case) -> bool:
     t = case.tensor
     if t is None or not _layout(t).startswith("sparse") or int(t._nnz()) == 0:
         return False
-    return _layout(t) in ("sparse_coo", "sparse_bsr", "sparse_bsc")
+    # A meta COO tensor's _indices() do not disagree (no elements are read).
+    layouts = ("sparse_bsr", "sparse_bsc") if t.device.type == "meta" else (
+        "sparse_coo", "sparse_bsr", "sparse_bsc")
+    return _layout(t) in layouts
 
 
 @family_wide
@@ -512,7 +515,8 @@ def reaches_past_first_tensor(case: Case) -> bool:
     conversion = case.conversion
     first: dict[Any, Any] = {}
     for u in visiting_order(conversion):
-        if not _strided(u) or u.untyped_storage().nbytes() == 0:
+        # Meta tensors carry no real storage to be too small.
+        if not _strided(u) or u.device.type == "meta" or u.untyped_storage().nbytes() == 0:
             continue
         key = _storage(u)
         if key not in first:

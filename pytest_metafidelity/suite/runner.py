@@ -119,7 +119,12 @@ class SuiteRun:
 
     def database(self) -> Any:
         """The example database the suite's items use (None: none)."""
+        from ..databases import suite_database
+
         opts = self.options
+        shared = suite_database(opts.database) if opts is not None else None
+        if shared is not None:
+            return shared
         if opts is not None and not opts.profile.use_database:
             return None
         return settings.default.database
@@ -137,15 +142,24 @@ def draw_case(data: Any, kind: str, devices: list[str] | None) -> tuple["Recipe"
 
 def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None = None
                   ) -> settings:
+    from ..databases import suite_database
+
     profile = run.options.profile if run.options is not None else None
+    # --metafidelity-database loads the settings profile "metafidelity" holding
+    # it, which these settings inherit; given explicitly it wins over a
+    # profile without a database (ci), whose examples are then random, since
+    # Hypothesis uses no database when derandomized.
+    shared = suite_database(run.options.database) if run.options is not None else None
+    if derandomize is None:
+        derandomize = bool(profile and profile.derandomize) and shared is None
     kwargs: dict[str, Any] = dict(
         max_examples=max_examples,
         deadline=None,
-        derandomize=profile.derandomize if derandomize is None and profile else bool(derandomize),
+        derandomize=derandomize,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much, HealthCheck.differing_executors],
     )
-    if profile is not None and not profile.use_database:
+    if profile is not None and not profile.use_database and shared is None:
         kwargs["database"] = None
     return settings(**kwargs)
 
@@ -164,11 +178,20 @@ def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
 
     if run is None:
         return given(data=st.data())(test_fidelity)
+    # Every item its own example-database key, the same on every machine
+    # (the node id's path part differs between installs).
+    test_fidelity._hypothesis_internal_add_digest = item_digest(nodeid)  # type: ignore
     run.inner_tests[nodeid] = test_fidelity
     if run.budget is None:
         assert run.options is not None and run.options.examples is not None
         return item_settings(run, run.options.examples)(given(data=st.data())(test_fidelity))
     return _budget_rounds(run, nodeid, test_fidelity)
+
+
+def item_digest(nodeid: str) -> bytes:
+    """``test_fidelity[KIND-CONVERTER]``: the suite item's node id without
+    the suite's path, added to its database key."""
+    return nodeid.rsplit("::", 1)[-1].encode()
 
 
 def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> Any:
