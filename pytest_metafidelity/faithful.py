@@ -135,10 +135,22 @@ def check_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
+    program: Any = None,
+    programs: int = 0,
 ) -> FidelityResult:
     """Convert ``tensors`` with each converter (default: every converter
     this torch can run) and run ``checks`` (default: all); known differences
-    are applied unless ``strict``.  See the module docstring for statuses."""
+    are applied unless ``strict``.  See the module docstring for statuses.
+
+    ``program``: a program (source text, or a ``Program``) the ``behaviour``
+    check runs on the real and the converted tensors.  ``programs=N``: also
+    run ``behaviour`` with N seeded random programs, each on a fresh
+    conversion (:mod:`.program_runs`)."""
+    if programs:
+        from .program_runs import check_with_programs
+
+        return check_with_programs(tensors, programs, converters=converters, checks=checks,
+                                   order=order, strict=strict)
     if isinstance(converters, str):
         converters = [converters]
     converters = list(converters or available_converters())
@@ -155,9 +167,13 @@ def check_faithful(
         names = recipe.outputs
     except Exception as e:  # a tensor the describer cannot read: no reproducer
         recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
+    if program is not None:
+        from .program_runs import as_program
+
+        program = as_program(program, names)
     outcomes = []
     for name in converters:
-        outcomes.append(_one_converter(name, names, tensors, checks, order, strict))
+        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
     failing = [o.converter for o in outcomes if o.status == FAILED] or converters
     # "conversion" (the converter raised) is not a check: it happens whatever
     # the checks, so a reproducer of only that runs no check at all.
@@ -168,8 +184,19 @@ def check_faithful(
     if isinstance(recipe, Exception):
         source = f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
     else:
-        source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order)
+        source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
+                                   program=_program_shown(program, outcomes))
     return FidelityResult(outcomes, source)
+
+
+def _program_shown(program: Any, outcomes: Sequence[Outcome]) -> Any:
+    """The program for the reproducer: up to its first differing step."""
+    if program is None:
+        return None
+    from .checks.behaviour import first_differing_step
+
+    first = first_differing_step([m for o in outcomes for m in o.mismatches])
+    return program if first is None else program.prefix(first + 1)
 
 
 def _checks_run(checks: Sequence[str] | None) -> set[str]:
@@ -186,7 +213,7 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
 
 def _one_converter(
     name: str, names: Sequence[str], tensors: Sequence[Any], checks: Sequence[str] | None,
-    order: Sequence[int], strict: bool = False,
+    order: Sequence[int], strict: bool = False, program: Any = None,
 ) -> Outcome:
     from .checks.purity import capture
 
@@ -202,7 +229,8 @@ def _one_converter(
             fakes = convert_all(converter, tensors, order)
             after = capture(tuple(names), tuple(tensors))
             conversion = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
-                                    order=tuple(order), before=before, after=after)
+                                    order=tuple(order), before=before, after=after,
+                                    program=program)
             mismatches = run_checks(conversion, list(checks) if checks else None)
             return _judge(name, mismatches, conversion, _checks_run(checks), strict)
         finally:
@@ -254,6 +282,8 @@ def assert_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
+    program: Any = None,
+    programs: int = 0,
 ) -> FidelityResult:
     """Like :func:`check_faithful`, but raise :class:`FidelityError` listing
     every broken invariant, real vs fake, and a runnable reproducer.  Known
@@ -261,7 +291,7 @@ def assert_faithful(
     unexpectedly warns :class:`~.known_differences.UnexpectedlyPassing`
     (``strict=True``: fails)."""
     result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
-                            strict=strict)
+                            strict=strict, program=program, programs=programs)
     if not result.ok:
         raise FidelityError(result)
     if result.unexpectedly_passing:

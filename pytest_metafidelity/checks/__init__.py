@@ -11,7 +11,8 @@ invariant holds.
 ``storage`` (storage sizes), ``memo`` (same object again; released),
 ``autograd`` (creation_meta, non-leaves, grad_dtype, retains_grad),
 ``sparse`` (sparse structure), ``wrappers`` (functional, functorch,
-subclasses; inner tensors recursively), ``purity`` (no side effects).
+subclasses; inner tensors recursively), ``purity`` (no side effects),
+``behaviour`` (a program of views, in-place ops and autograd acts alike).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterator
 # Modules defining checks, in report order.
 CHECK_MODULES = (
     "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
-    "purity",
+    "purity", "behaviour",
 )
 
 
@@ -73,6 +74,7 @@ class Conversion:
     before: Any = None
     after: Any = None
     inner: bool = False
+    program: Any = None
 
     def pairs(self) -> Iterator[tuple[str, Any, Any]]:
         return iter(zip(self.names, self.real, self.fake))

@@ -8,6 +8,8 @@ versions, the reason, the upstream link and a minimal runnable reproducer
 
 from __future__ import annotations
 
+import re
+
 from . import BY_DESIGN, UNFILED, KnownDifference
 from .predicates import (
     ALL_BUT_FUNCTIONAL,
@@ -1251,3 +1253,26 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         raises=r"^(NotImplementedError|RuntimeError): ",
     ),
 ]
+
+
+def _op_difference_entries() -> list[KnownDifference]:
+    """Each operator difference (:mod:`.op_differences`) as the known
+    difference ``op:<id>`` of the ``behaviour`` check.  It occurs exactly
+    when the check attributed a step's difference to it (the check records
+    the ids on the conversion), so it is never unexpectedly passing where
+    the program did not run the operator."""
+    from .op_differences import registry as op_registry
+
+    def recorded(entry_id: str) -> object:
+        return lambda case: entry_id in getattr(case.conversion, "op_differences", ())
+
+    return [
+        KnownDifference(
+            id=f"op:{e.id}", check="behaviour", attribute=re.escape(f"op-difference {e.id}"),
+            applies=recorded(e.id), reason=e.reason, link=e.link, converters=e.converters,
+            since=e.since, until=e.until, reproducer=e.reproducer)
+        for e in op_registry()
+    ]
+
+
+KNOWN_DIFFERENCES += _op_difference_entries()
