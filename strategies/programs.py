@@ -268,7 +268,11 @@ def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
 
 
 def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
-    return f"{n}.resize_({ch.integer(0, _storage_elements(t) + 4)})"
+    size = ch.integer(0, _storage_elements(t) + 4)
+    if size + t.storage_offset() > _storage_elements(t):
+        # Growing the storage leaves new elements uninitialized: give them values.
+        return f"{n}.resize_({size}).zero_()"
+    return f"{n}.resize_({size})"
 
 
 def _set(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
@@ -348,10 +352,18 @@ OPS = VIEW_OPS + INPLACE_OPS + AUTOGRAD_OPS
 OP_NAMES = tuple(op.name for op in OPS)
 
 
+def _grad_fn(t: Any) -> Any:
+    """``t.grad_fn``, or None where reading it raises (a no_grad view whose
+    base was modified in place with grad mode enabled)."""
+    try:
+        return t.grad_fn
+    except Exception:
+        return None
+
+
 def _graph_reaches(t: Any, forbidden: set[int], limit: int = 500) -> bool:
     """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes."""
-    fn = getattr(t, "grad_fn", None)
-    stack, seen = [fn], set()
+    stack, seen = [_grad_fn(t)], set()
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
@@ -373,7 +385,7 @@ def example_inputs(tensors: Sequence[Any]) -> set[int]:
 
     nodes = set()
     for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
-        fn = getattr(t, "grad_fn", None)
+        fn = _grad_fn(t)
         if fn is not None and not t._is_view():
             nodes.add(id(fn))
     return nodes

@@ -115,6 +115,29 @@ def _versions(tensors: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _message(e: BaseException) -> str:
+    """The first line of the message, lower case, without numbers, SymInt
+    names and punctuation."""
+    import re
+
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return " ".join(re.sub(r"\b[su]\d+\b|[^a-z ]", " ", first.lower()).split())
+
+
+def same_error(a: BaseException | None, b: BaseException | None) -> bool:
+    """Both None, or errors of one class saying much the same: sizes, SymInt
+    names and the name of the view op (fakes re-create views as
+    ``as_strided``) differ between real and fake messages; which rule was
+    broken does not."""
+    if a is None or b is None:
+        return a is None and b is None
+    if type(a) is not type(b):
+        return False
+    import difflib
+
+    return difflib.SequenceMatcher(None, _message(a), _message(b)).ratio() >= 0.6
+
+
 def _raised(e: BaseException | None) -> str:
     return "nothing" if e is None else f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
 
@@ -168,15 +191,59 @@ class Lockstep:
     # Tensors whose version counter is shared differently before the first
     # step (the ``aliasing`` check's business): their bumps are not compared.
     unshared: set[str] = dataclasses.field(default_factory=set)
+    known_sharing: bool = False
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
         return compare_live(live, self.real.tensors(live), self.other.tensors(live), self.reader)
 
     def start(self) -> None:
-        self.baseline = {_key(m) for m in self.compare()}
-        self.unshared = _version_groups_differ(
-            self.real.live, self.real.tensors(self.real.live), self.other.tensors(self.real.live))
+        found = self.compare()
+        self.found_at_start = found
+        self.baseline = {_key(m) for m in found}
+        sharing = [m for m in found if m.attribute == "version counter sharing"]
+        if sharing and self._known(sharing):
+            self.known_sharing = True
+            live = self.real.live
+            self.unshared = _version_groups_differ(live, self.real.tensors(live),
+                                                   self.other.tensors(live))
+
+    def _known(self, mismatches: list[Mismatch]) -> bool:
+        """Whether known differences explain every one of ``mismatches``
+        (then what follows from them is not a new difference)."""
+        t = self._triage(mismatches, {"aliasing"})
+        return t is not None and not t.unexplained
+
+    def _triage(self, mismatches: list[Mismatch], checks: set[str]) -> Any:
+        from ..known_differences import triage
+
+        live = [n for n in self.real.live if n in self.other.live]
+        conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
+                          self.reader)
+        name = getattr(getattr(self.reader, "converter", None), "name", "?")
+        try:
+            return triage(name, mismatches, conv, checks)
+        except Exception:
+            return None
+
+    def known_at_start(self) -> dict[str, set[str]]:
+        """Tensor name -> ids of the known differences it (or what it
+        reaches) shows before the first step, by the ``oracle``,
+        ``aliasing`` and ``storage`` readings."""
+        from .storage import storage_check
+
+        live = [n for n in self.real.live if n in self.other.live]
+        conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
+                          self.reader)
+        try:
+            found = list(self.found_at_start) + storage_check(conv)
+        except Exception:
+            found = list(self.found_at_start)
+        t = self._triage(found, {"oracle", "aliasing", "storage"}) if found else None
+        known: dict[str, set[str]] = {}
+        for entry_id, m in (t.explained if t is not None else []):
+            known.setdefault(m.path.split(".")[0], set()).add(entry_id)
+        return known
 
     def step(self, step: Any) -> list[Mismatch]:
         """Run ``step`` on both sides; the differences it introduced."""
@@ -188,8 +255,7 @@ class Lockstep:
         raised_real = self.real.run(step)
         raised_other = self.other.run(step)
         found: list[Mismatch] = []
-        if (raised_real is None) != (raised_other is None) or (
-                raised_real is not None and type(raised_real) is not type(raised_other)):
+        if not same_error(raised_real, raised_other):
             # What differs afterwards follows from it: the step is the difference.
             return [Mismatch(CHECK, step.output or "*", "raised", _raised(raised_real),
                              _raised(raised_other))]
@@ -204,6 +270,9 @@ class Lockstep:
                     isinstance(r, torch.Tensor) != isinstance(o, torch.Tensor)):
                 found.append(Mismatch(CHECK, out, "result is a tensor",
                                       isinstance(r, torch.Tensor), isinstance(o, torch.Tensor)))
+        if self.known_sharing:
+            self.unshared = _version_groups_differ(live, self.real.tensors(live),
+                                                   self.other.tensors(live))
         for name, a0, b0, a1, b1 in zip(live, before_real, before_other,
                                         _versions(self.real.tensors(live)),
                                         _versions(self.other.tensors(live))):
@@ -262,12 +331,20 @@ def _rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any
         return None
     if len(copies) != len(originals) or compare_live(names, originals, copies, _ReadAs(None, False)):
         return None
+    from .autograd import creation_meta
+
+    rebuilt = dict(walk_real(names, copies))
+    for path, t in walk_real(names, originals):
+        if path not in rebuilt or creation_meta(t) != creation_meta(rebuilt[path]):
+            return None
     return copies
 
 
-def _control(recipe: Any, meta: bool) -> tuple[Any, Any]:
+def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
     """The recipe's tensors made directly under a fresh FakeTensorMode (or
-    on the meta device), not converted: (tensors, mode to run steps in)."""
+    on the meta device), not converted: (tensors, mode to run steps in).
+    With ``carries_real``, the mode propagates real tensors, as the
+    converter's does."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -276,7 +353,13 @@ def _control(recipe: Any, meta: bool) -> tuple[Any, Any]:
             tensors = recipe.build()
         if all(t.device.type == "meta" for _, t in walk_real(recipe.outputs, tensors)):
             return tensors, None
-    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    if carries_real:
+        import torch._functorch.config as functorch_config
+
+        with functorch_config.patch(fake_tensor_propagate_real_tensors=True):
+            mode = FakeTensorMode(allow_non_fake_inputs=True)
+    else:
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         tensors = recipe.build()
     return tensors, mode
@@ -314,18 +397,62 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     run = Lockstep(names, Side.of(names, copies), Side.of(names, conv.fake, _fake_mode(conv.fake)),
                    reader)
     run.start()
+    known = run.known_at_start()
     found: list[Mismatch] = []
     for k, step in enumerate(program.steps):
         differs = run.step(step)
+        ids = set().union(*(known[n] for n in _names_in(step, known)))
+        if differs and ids:
+            found = _follows_known(conv, program, k, differs, sorted(ids))
+            break
         if differs:
             found = _classify(conv, recipe, names, program, k, differs)
             break
+        if ids:  # what the step made or changed carries the known difference on
+            for n in _names_in(step, run.real.live):
+                known.setdefault(n, set()).update(ids)
     after = capture(names, tuple(conv.real))
     for m in compare(before, after):
         found.append(StepMismatch(CHECK, m.path, f"user tensor {m.attribute}", m.real, m.fake,
                                   "the user's tensor before vs after the program ran on the "
                                   "converted tensors", step=len(program.steps) - 1))
     return found
+
+
+def _names_in(step: Any, names: Any) -> list[str]:
+    """The names of ``names`` that the step's source mentions (or binds)."""
+    import re
+
+    words = set(re.findall(r"[A-Za-z_]\w*", step.source))
+    return [n for n in names if n in words]
+
+
+def _record(conv: Conversion, attr: str, value: Any) -> None:
+    """Note on the conversion what the known-difference predicates of this
+    check read (they hold exactly when the check recorded it)."""
+    seen = getattr(conv, attr, None)
+    if seen is None:
+        seen = set()
+        setattr(conv, attr, seen)
+    seen.add(value)
+
+
+def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatch],
+                   ids: list[str]) -> list[Mismatch]:
+    """The step acts on tensors that already differ, at conversion, in a way
+    known differences explain: what differs now follows from those."""
+    step = program.steps[k]
+    for entry_id in ids:
+        _record(conv, "behaviour_follows", entry_id)
+    m = differs[0]
+    return [StepMismatch(CHECK, m.path, FOLLOWS, m.real, m.fake,
+                         f"step {k + 1} of {len(program.steps)}: {step.source!r}; "
+                         f"{m.attribute} differs, on tensors that already differ by "
+                         f"{', '.join(ids)}", step=k)]
+
+
+# The attribute of a difference that follows from known ones.
+FOLLOWS = "follows from a known difference"
 
 
 def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
@@ -338,6 +465,8 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
+        for m in differs:
+            _record(conv, "behaviour_differences", (m.attribute, str(m.real), str(m.fake)))
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")
@@ -346,10 +475,7 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
                 for m in differs]
     entry = match_op_difference(conv, step, differs)
     if entry is not None:
-        seen = getattr(conv, "op_differences", None)
-        if seen is None:
-            seen = conv.op_differences = set()  # type: ignore[attr-defined]
-        seen.add(entry.id)
+        _record(conv, "op_differences", entry.id)
         m = differs[0]
         return [StepMismatch(CHECK, m.path, f"op-difference {entry.id}", m.real, m.fake,
                              f"{where}; {m.attribute} differs on the control too", step=k)]
@@ -366,13 +492,14 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
     control at step ``k``, or None when no control can be built."""
     meta = getattr(conv.converter, "name", "") == "meta"
     try:
-        control, mode = _control(recipe, meta)
+        control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
+                                                             False)))
         copies = _rebuild(recipe, conv.real, recipe.outputs)
     except Exception:
         return None
     if copies is None:
         return None
-    reader = _ReadAs(conv.converter, carries_real=False)
+    reader = _ReadAs(conv.converter)
     if meta and mode is not None:
         reader = _ReadAs(None, carries_real=False)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, control, mode), reader)

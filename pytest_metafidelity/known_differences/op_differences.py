@@ -11,7 +11,7 @@ the converter:
 
 * a registered, active entry (torch version in ``[since, until)``, its
   converters) whose ``statement`` pattern matches the step (``re.search``
-  on the step's statement) and whose ``attribute`` pattern matches every
+  on the step's source, its ``with`` line included) and whose ``attribute`` pattern matches every
   attribute that differs (``re.fullmatch``) explains it: the check reports
   ``op-difference <id>``, a known difference (entry ``op:<id>`` of
   :mod:`.registry`);
@@ -28,13 +28,13 @@ import dataclasses
 import re
 from typing import Any, Callable, Sequence
 
-from . import UNFILED
+from . import BY_DESIGN, UNFILED
 
 
 @dataclasses.dataclass(frozen=True)
 class OpDifference:
     id: str
-    statement: str  # regular expression searched for in the step's statement
+    statement: str  # regular expression searched for in the step's source (with its context)
     attribute: str  # regular expression, full match against every differing attribute
     reason: str
     link: str  # the upstream issue, BY_DESIGN or UNFILED
@@ -80,6 +80,50 @@ VIEW_STATEMENT = (r"= .*(\.(detach|t|transpose|unsqueeze|select|view|reshape|exp
 
 OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
+        id="kernel-missing-for-dtype",
+        statement=r".",
+        attribute="raised",
+        applies=lambda ms: all(
+            m.attribute != "raised" or re.search(r"not implemented for '\w+'", str(m.real))
+            for m in ms),
+        reason=(
+            "eager CPU kernels are not implemented for some dtypes (float8, bits, sub-byte "
+            "integers, unsigned integers, complex32: 'not implemented for ...'), their meta "
+            "kernels and fake impls only compute metadata and do not refuse them"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "try:\n"
+            "    torch.zeros(2, dtype=torch.uint32).add_(1)\n"
+            "except NotImplementedError as e:\n"
+            "    assert 'not implemented for' in str(e)\n"
+            "torch.zeros(2, dtype=torch.uint32, device='meta').add_(1)\n"
+        ),
+    ),
+    OpDifference(
+        id="inference-mode-views-of-normal-tensors",
+        statement=r"^with torch\.inference_mode\(\):\n    \w+ = ",
+        attribute=r"_is_view\(\)|version counter sharing|requires_grad|_base is None",
+        reason=(
+            "a view of a normal tensor taken in inference mode is, in eager, a view sharing "
+            "its base's version counter (and requires_grad); on fake and meta tensors the same "
+            "op in inference mode gives a fresh tensor that is not a view"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(2, dtype=torch.complex64)\n"
+            "with torch.inference_mode():\n"
+            "    assert x.real._is_view()\n"
+            "with FakeTensorMode():\n"
+            "    y = torch.zeros(2, dtype=torch.complex64)\n"
+            "    with torch.inference_mode():\n"
+            "        assert not y.real._is_view()\n"
+        ),
+    ),
+    OpDifference(
         id="view-unchecked-storage-bounds",
         statement=VIEW_STATEMENT,
         attribute="raised",
@@ -103,14 +147,13 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
-        id="fake-view-zero-element-strides",
-        statement=r"\.view\(",
+        id="degenerate-strides",
+        statement=r"\.(view|reshape|set_)\(",
         attribute=r"stride\(\)",
-        converters=("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
-                    "refake-fresh", "functional"),
         reason=(
-            "FakeTensorMode's view of a tensor with no elements returns contiguous strides, "
-            "where eager (and the meta kernel) keep the input's strides"
+            "strides of dimensions that do not move through memory (a tensor with no elements, "
+            "dimensions of size 1) are computed differently: FakeTensorMode's view/reshape and "
+            "the meta kernel of set_() give contiguous strides where eager keeps the input's"
         ),
         link=UNFILED,
         reproducer=(
@@ -132,6 +175,6 @@ def match_op_difference(conv: Any, step: Any, mismatches: Sequence[Any]) -> OpDi
     """The active entry explaining the step's differences, or None."""
     name = getattr(conv.converter, "name", "?")
     for entry in OP_DIFFERENCES:
-        if entry.active(name) and entry.explains(step.statement, mismatches):
+        if entry.active(name) and entry.explains(step.source, mismatches):
             return entry
     return None

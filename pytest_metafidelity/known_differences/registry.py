@@ -1275,4 +1275,65 @@ def _op_difference_entries() -> list[KnownDifference]:
     ]
 
 
-KNOWN_DIFFERENCES += _op_difference_entries()
+def _behaviour_recorded(attr: str, test: object) -> object:
+    """A predicate holding when the ``behaviour`` check recorded, on the
+    conversion, an item of ``attr`` satisfying ``test``."""
+    return lambda case: any(test(x) for x in getattr(case.conversion, attr, ()))
+
+
+_BEHAVIOUR_ENTRIES = [
+    KnownDifference(
+        id="behaviour-follows-known-difference",
+        check="behaviour",
+        attribute=r"follows from a known difference",
+        applies=_behaviour_recorded("behaviour_follows", lambda entry_id: True),
+        reason=(
+            "a program step acts on tensors that already differ at conversion in a way a "
+            "registered known difference explains (e.g. a storage sized to the tensors, a "
+            "version counter not shared outside the view tree, the carried real tensor's "
+            "conj/neg bits): that the step then acts differently is the same difference, "
+            "reported once, by the instantaneous check"
+        ),
+        link=BY_DESIGN,
+    ),
+    KnownDifference(
+        id="behaviour-resize-of-symbolic-sizes",
+        check="behaviour",
+        attribute=r"raised",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "raised" and d[1] == "nothing"
+            and "tried to directly modify sizes for customized tensor" in d[2]),
+        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        reason=(
+            "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
+            "set_/as_strided_ that change its sizes) raises 'tried to directly modify sizes for "
+            "customized tensor' where the real tensor resizes; Dynamo graph-breaks on resizing "
+            "inputs"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "from torch._dynamo.source import ConstantSource\n"
+            "from torch.fx.experimental.symbolic_shapes import DimDynamic, "
+            "StatelessSymbolicContext\n"
+            "mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)\n"
+            "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+            "constraint_sizes=[None])\n"
+            "f = mode.from_tensor(torch.zeros(3), source=ConstantSource('x'), "
+            "symbolic_context=ctx)\n"
+            "torch.zeros(3).resize_(5)\n"
+            "with mode:\n"
+            "    try:\n"
+            "        f.resize_(5)\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'customized tensor' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('resized')\n"
+        ),
+    ),
+]
+
+KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES

@@ -158,6 +158,7 @@ def _run_example(
 
     recipe = data.draw(recipes(kinds=[item.kind], family=None, devices=devices), label="recipe")
     order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
+    program = _draw_program(data, recipe, opts)
     with recipe.active_contexts() as namespace:
         tensors = recipe.build_in(namespace)
         result = check_faithful(
@@ -166,11 +167,12 @@ def _run_example(
             checks=list(opts.checks) if opts else None,
             order=order,
             strict=opts.strict if opts else False,
+            program=program,
         )
     if run is not None:
         run.examples_done += 1
         digest = run.digests.setdefault(nodeid, hashlib.sha256())
-        digest.update(f"{recipe.to_python()}{order}".encode())
+        digest.update(f"{recipe.to_python()}{order}{program or ''}".encode())
         tally = run.tallies.setdefault(nodeid, Counter())
         tally["examples"] += 1
         for outcome in result.outcomes:
@@ -178,3 +180,13 @@ def _run_example(
         run.record_entries(nodeid, result)
     if any(o.status == FAILED for o in result.outcomes):
         raise FidelityError(result)
+
+
+def _draw_program(data: Any, recipe: Any, opts: Any) -> Any:
+    """The ``behaviour`` check's program, when that check runs (none is
+    drawn where programs do not apply to the recipe's kind)."""
+    if opts is not None and "behaviour" not in opts.checks:
+        return None
+    from ..strategies.programs import programs
+
+    return data.draw(programs(recipe), label="program")
