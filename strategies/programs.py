@@ -124,7 +124,23 @@ class Program:
                     body.targets[0], ast.Name):
                 output = body.targets[0].id
             steps.append(Step("parsed", ast.unparse(body), output, context))
+        _check_names(tree, inputs, [s.output for s in steps if s.output])
         return cls(tuple(inputs), tuple(steps))
+
+
+def _check_names(tree: Any, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    """Every name a program reads is ``torch``, a builtin, one of the
+    tensors or what an earlier step bound."""
+    import ast
+    import builtins
+
+    known = {"torch", *inputs, *outputs, *dir(builtins)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in known:
+            raise ValueError(
+                f"program uses {node.id!r}, which is not one of the tensors "
+                f"({', '.join(inputs)}: the names their reproducer gives them) nor bound by "
+                "an earlier step")
 
 
 def run_step(step: Step, namespace: dict[str, Any]) -> BaseException | None:

@@ -195,6 +195,8 @@ def test_assert_faithful_runs_seeded_programs() -> None:
         assert_faithful(base, view, programs=-1)
     with pytest.raises(ValueError, match="not valid Python"):
         assert_faithful(base, view, program="t0.add_(")
+    with pytest.raises(ValueError, match="'t9', which is not one of the tensors"):
+        assert_faithful(base, view, program="p0 = t0[1:]\nt9.add_(1)")
 
 
 def test_seeded_programs_are_the_same_every_time() -> None:
