@@ -358,8 +358,12 @@ def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, 
 
         with functorch_config.patch(fake_tensor_propagate_real_tensors=True):
             mode = FakeTensorMode(allow_non_fake_inputs=True)
-    else:
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        try:
+            with mode:
+                return recipe.build(), mode
+        except Exception:
+            pass  # a recipe real tensors cannot be propagated through: a plain control
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
     with mode:
         tensors = recipe.build()
     return tensors, mode

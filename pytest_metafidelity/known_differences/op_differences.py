@@ -78,7 +78,68 @@ VIEW_STATEMENT = (r"= .*(\.(detach|t|transpose|unsqueeze|select|view|reshape|exp
                   r"conj|real|imag)\(|\[|\.(real|imag)$|torch\.(ops\.aten\.alias|_neg_view|"
                   r"view_as_real|view_as_complex)\()")
 
+FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
+                   "refake-fresh", "functional")
+
 OP_DIFFERENCES: list[OpDifference] = [
+    OpDifference(
+        id="fake-in-place-metadata-op-breaks-alias-autograd",
+        statement=r"\.(unsqueeze_|t_|transpose_|as_strided_|set_|resize_|detach_)\(",
+        attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
+        converters=FAKE_CONVERTERS,
+        reason=(
+            "an in-place metadata op (unsqueeze_, set_, detach_, ...) on a fake tensor "
+            "aliasing a view of a leaf requiring grad corrupts the autograd metadata of the "
+            "view: reading its is_leaf raises an INTERNAL ASSERT ('new_fn') or its "
+            "requires_grad/is_leaf change, where eager's stay as they were"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "t = torch.zeros((2, 0)).view_as(torch.zeros((2, 0))).requires_grad_()\n"
+            "v = t.view(-1)\n"
+            "v.detach().unsqueeze_(0)\n"
+            "assert not v.is_leaf\n"
+            "with FakeTensorMode():\n"
+            "    t = torch.zeros((2, 0)).view_as(torch.zeros((2, 0))).requires_grad_()\n"
+            "    v = t.view(-1)\n"
+            "    v.detach().unsqueeze_(0)\n"
+            "    try:\n"
+            "        v.is_leaf\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'INTERNAL ASSERT FAILED' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('is_leaf read')\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-view-accepts-incompatible-strides",
+        statement=r"\.view\(",
+        attribute="raised",
+        applies=_raised("view size is not compatible with input tensor", side="real"),
+        converters=FAKE_CONVERTERS,
+        reason=(
+            "FakeTensorMode's view succeeds for some sizes and strides eager (and the meta "
+            "kernel) refuse as not viewable ('view size is not compatible with input "
+            "tensor's size and stride'), e.g. a channels_last_3d tensor with size-1 dimensions"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "args = ((1, 2, 1, 4, 1), (8, 1, 8, 2, 2))\n"
+            "for device in ('cpu', 'meta'):\n"
+            "    try:\n"
+            "        torch.empty_strided(*args, device=device).view(-1)\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'view size is not compatible' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError(device)\n"
+            "with FakeTensorMode():\n"
+            "    assert torch.empty_strided(*args).view(-1).shape == (8,)\n"
+        ),
+    ),
     OpDifference(
         id="kernel-missing-for-dtype",
         statement=r".",

@@ -1287,6 +1287,18 @@ _BEHAVIOUR_ENTRIES = [
         check="behaviour",
         attribute=r"follows from a known difference",
         applies=_behaviour_recorded("behaviour_follows", lambda entry_id: True),
+        reproducer=(
+            "import torch\n"
+            "from pytest_metafidelity import check_faithful\n"
+            "from pytest_metafidelity.strategies import Recipe\n"
+            "# the functional converter's storage is sized to the tensor (a known difference):\n"
+            "# as_strided_ into the rest of the real storage then raises on the fake only\n"
+            "(t,) = Recipe(('t0 = torch.arange(8.)', 't1 = torch.empty(0).set_("
+            "t0.untyped_storage(), 2, (2,), (1,))'), ('t1',)).build()\n"
+            "r = check_faithful(t, converters=['functional'], checks=['behaviour'],\n"
+            "                   program='t1.as_strided_((1,), (1,), 6)')\n"
+            "assert 'behaviour-follows-known-difference' in r.outcomes[0].reason\n"
+        ),
         reason=(
             "a program step acts on tensors that already differ at conversion in a way a "
             "registered known difference explains (e.g. a storage sized to the tensors, a "
@@ -1332,6 +1344,66 @@ _BEHAVIOUR_ENTRIES = [
             "        assert 'customized tensor' in str(e)\n"
             "    else:\n"
             "        raise AssertionError('resized')\n"
+        ),
+    ),
+]
+
+_BEHAVIOUR_ENTRIES += [
+    KnownDifference(
+        id="behaviour-eager-internal-assert",
+        check="behaviour",
+        attribute=r"raised",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "raised" and "INTERNAL ASSERT FAILED" in d[1] and d[2] == "nothing"),
+        reason=(
+            "the real tensors hit an internal assertion of eager autograd (a torch bug: "
+            "'out != nullptr INTERNAL ASSERT FAILED at variable.cpp', an in-place op on a "
+            "non-leaf retaining its grad after an in-place metadata op); the fake of a "
+            "non-leaf is an example input without that history, so the step runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "x = torch.zeros(4, dtype=torch.complex64, requires_grad=True)\n"
+            "y = x + 1\n"
+            "y.retain_grad()\n"
+            "y.unsqueeze_(1)\n"
+            "try:\n"
+            "    y.mul_(2)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'INTERNAL ASSERT FAILED' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('no assertion')\n"
+        ),
+    ),
+    KnownDifference(
+        id="behaviour-no-grad-view-accumulates-grad",
+        check="behaviour",
+        attribute=r"grad is not None",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "grad is not None" and d[1] == "False" and d[2] == "True"),
+        converters=("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
+                    "refake-fresh", "functional"),
+        reason=(
+            "the fake of a view taken in no_grad (or inference) mode of a leaf requiring "
+            "grad is a leaf that accumulates .grad when a backward reaches it; the real view, "
+            "and the same view made directly under the FakeTensorMode, get no .grad"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros((), requires_grad=True)\n"
+            "with torch.no_grad():\n"
+            "    v = x.expand(3)\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(v)\n"
+            "v.sum().backward()\n"
+            "with mode:\n"
+            "    f.sum().backward()\n"
+            "assert v.grad is None and f.grad is not None\n"
         ),
     ),
 ]
