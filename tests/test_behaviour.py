@@ -257,3 +257,43 @@ def test_programs_shrink_to_one_simple_step() -> None:
     assert smallest.source == "t0.add_(1)"
     with pytest.raises(Exception, match="max_steps=0"):
         programs((t,), max_steps=0).example()
+
+
+# -- in the suite --------------------------------------------------------------------------------
+
+# Fake views keep their storage but get a version counter of their own.
+OWN_VERSION_COUNTER = '''
+import pytest, torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+_original = FakeTensorMode.from_tensor
+
+def _own_version_counter(self, t, **kwargs):
+    fake = _original(self, t, **kwargs)
+    if t._is_view():
+        with self:
+            fake = torch.empty(0, dtype=fake.dtype).set_(
+                fake.untyped_storage(), fake.storage_offset(), fake.shape, fake.stride())
+    return fake
+
+@pytest.fixture(autouse=True)
+def faulty_converter(monkeypatch):
+    monkeypatch.setattr(FakeTensorMode, "from_tensor", _own_version_counter)
+'''
+
+SUITE = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=fake",
+         "--metafidelity-checks=behaviour", "-p", "no:cacheprovider",
+         "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+def test_the_suite_runs_programs_on_every_item(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(*SUITE, "--metafidelity-examples=10")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_suite_finds_a_behaviour_bug_with_its_program(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(OWN_VERSION_COUNTER)
+    result = pytester.runpytest_subprocess(*SUITE, "--metafidelity-examples=60")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "[behaviour]" in out and "program = " in out and "checks=['behaviour']" in out
