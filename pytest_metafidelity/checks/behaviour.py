@@ -463,7 +463,7 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
               differs: list[Mismatch]) -> list[Mismatch]:
     """Conversion bug or operator difference: replay the first ``k + 1``
     steps on the control and compare."""
-    from ..known_differences.op_differences import match_op_difference
+    from ..known_differences.op_differences import match_op_differences
 
     step = program.steps[k]
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
@@ -477,12 +477,17 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
         return [StepMismatch(CHECK, m.path, m.attribute, m.real, m.fake,
                              f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
                 for m in differs]
-    entry = match_op_difference(conv, step, differs)
-    if entry is not None:
-        _record(conv, "op_differences", entry.id)
-        m = differs[0]
-        return [StepMismatch(CHECK, m.path, f"op-difference {entry.id}", m.real, m.fake,
-                             f"{where}; {m.attribute} differs on the control too", step=k)]
+    entries = match_op_differences(conv, step, differs)
+    if entries is not None:
+        reported = []
+        for entry, m in zip(entries, differs):
+            if entry.id in getattr(conv, "op_differences", ()):
+                continue
+            _record(conv, "op_differences", entry.id)
+            reported.append(StepMismatch(CHECK, m.path, f"op-difference {entry.id}", m.real,
+                                         m.fake, f"{where}; {m.attribute} differs on the "
+                                         "control too", step=k))
+        return reported
     return [StepMismatch(CHECK, m.path, f"op-difference: {m.attribute}", m.real, m.fake,
                          f"{where}; the control (the same tensors made directly under the mode, "
                          "not converted) differs the same way: an operator difference, not "

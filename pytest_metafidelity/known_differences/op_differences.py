@@ -11,9 +11,10 @@ the converter:
 
 * a registered, active entry (torch version in ``[since, until)``, its
   converters) whose ``statement`` pattern matches the step (``re.search``
-  on the step's source, its ``with`` line included) and whose ``attribute`` pattern matches every
-  attribute that differs (``re.fullmatch``) explains it: the check reports
-  ``op-difference <id>``, a known difference (entry ``op:<id>`` of
+  on the step's source, its ``with`` line included) and whose ``attribute``
+  pattern matches the attribute that differs (``re.fullmatch``) explains
+  it; when every difference of the step is explained, each entry is reported
+  as ``op-difference <id>``, a known difference (entry ``op:<id>`` of
   :mod:`.registry`);
 * an unregistered one fails as ``op-difference: <attribute>``, so that it
   is looked at and registered here.
@@ -83,15 +84,41 @@ FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "re
 
 OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
-        id="fake-in-place-metadata-op-breaks-alias-autograd",
-        statement=r"\.(unsqueeze_|t_|transpose_|as_strided_|set_|resize_|detach_)\(",
+        id="unchecked-internal-overlap",
+        statement=r"\.\w+_\(",
+        attribute="raised",
+        applies=_raised("more than one element of the written-to tensor", side="real"),
+        reason=(
+            "eager in-place ops refuse to write to a tensor whose elements overlap in memory "
+            "(a zero stride: 'unsupported operation: more than one element of the written-to "
+            "tensor refers to a single memory location'); meta kernels and fake impls do not "
+            "check for internal overlap"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "try:\n"
+            "    torch.zeros(1).expand(3).mul_(2)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'more than one element of the written-to tensor' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real wrote')\n"
+            "torch.zeros(1, device='meta').expand(3).mul_(2)\n"
+            "with FakeTensorMode():\n"
+            "    torch.zeros(1).expand(3).mul_(2)\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-in-place-op-breaks-view-autograd",
+        statement=r"\.\w+_\(",
         attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
         converters=FAKE_CONVERTERS,
         reason=(
-            "an in-place metadata op (unsqueeze_, set_, detach_, ...) on a fake tensor "
-            "aliasing a view of a leaf requiring grad corrupts the autograd metadata of the "
-            "view: reading its is_leaf raises an INTERNAL ASSERT ('new_fn') or its "
-            "requires_grad/is_leaf change, where eager's stay as they were"
+            "an in-place op (unsqueeze_, set_, detach_, zero_ under no_grad, ...) on a fake "
+            "view of a leaf requiring grad, or on a fake aliasing one, corrupts the autograd "
+            "metadata of the view: reading its is_leaf raises an INTERNAL ASSERT ('new_fn') or "
+            "its requires_grad/is_leaf change, where eager's stay as they were"
         ),
         link=UNFILED,
         reproducer=(
@@ -232,10 +259,16 @@ def registry() -> list[OpDifference]:
     return list(OP_DIFFERENCES)
 
 
-def match_op_difference(conv: Any, step: Any, mismatches: Sequence[Any]) -> OpDifference | None:
-    """The active entry explaining the step's differences, or None."""
+def match_op_differences(conv: Any, step: Any,
+                         mismatches: Sequence[Any]) -> list[OpDifference] | None:
+    """For each of the step's differences, the active entry explaining it;
+    None unless every one is explained."""
     name = getattr(conv.converter, "name", "?")
-    for entry in OP_DIFFERENCES:
-        if entry.active(name) and entry.explains(step.source, mismatches):
-            return entry
-    return None
+    active = [e for e in OP_DIFFERENCES if e.active(name)]
+    found = []
+    for m in mismatches:
+        entry = next((e for e in active if e.explains(step.source, [m])), None)
+        if entry is None:
+            return None
+        found.append(entry)
+    return found

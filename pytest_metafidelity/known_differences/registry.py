@@ -1314,14 +1314,15 @@ _BEHAVIOUR_ENTRIES = [
         attribute=r"raised",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d[0] == "raised" and d[1] == "nothing"
+            lambda d: d[0] == "raised"
             and "tried to directly modify sizes for customized tensor" in d[2]),
         converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
         reason=(
             "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
             "set_/as_strided_ that change its sizes) raises 'tried to directly modify sizes for "
-            "customized tensor' where the real tensor resizes; Dynamo graph-breaks on resizing "
-            "inputs"
+            "customized tensor' where the real tensor resizes (or refuses for another reason, "
+            "checked after the sizes: an inference tensor outside inference mode); Dynamo "
+            "graph-breaks on resizing inputs"
         ),
         link=BY_DESIGN,
         reproducer=(
