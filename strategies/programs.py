@@ -15,7 +15,14 @@ tensor it acts on (dims in range, slices within sizes, ``as_strided``
 within the storage): programs mostly run rather than mostly raise.  A step
 may still raise (an in-place op on a leaf requiring grad, on a view made in
 no_grad mode, ``t()`` of a 3-d tensor); it stays in the program: it must
-then raise on the converted tensors too.
+then raise on the converted tensors too.  Two things are never drawn, as
+eager would crash the process rather than raise: ops that read or write
+the elements of a tensor reaching past the end of its storage
+(``untyped_storage().resize_(0)``), and a backward where any tensor of the
+family does; and a ``resize_`` that grows the storage zeroes the tensor
+(``resize_(n).zero_()``), so no step reads uninitialized memory.  Nor is a
+backward drawn into the history of a non-leaf the tensors were made from:
+its fake is an example input, whose backward raises by design.
 
 Why not a ``RuleBasedStateMachine``: a program must run inside the suite's
 existing ``@given`` items (one item per kind and converter, with its recipe
@@ -413,6 +420,18 @@ def example_inputs(tensors: Sequence[Any]) -> set[int]:
 TOUCH_ELEMENTS = frozenset({"zero_", "fill_", "add_", "mul_", "copy_", "backward"})
 
 
+def _any_storage_too_small(tensors: Any) -> bool:
+    """Whether a tensor, or one they reach (bases, grads), reaches past the
+    end of its storage: a backward may read it (saved tensors) or
+    accumulate into it (a .grad), and crash."""
+    from pytest_metafidelity.checks._util import walk_real
+    from pytest_metafidelity.converters import storage_too_small
+
+    tensors = list(tensors)
+    return any(storage_too_small(t)
+               for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors))
+
+
 def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool) -> list[Op]:
     from pytest_metafidelity.converters import storage_too_small
 
@@ -457,7 +476,8 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
     while len(steps) < max_steps and (not steps or ch.boolean()):
         name = ch.pick(list(live))
         t = live[name]
-        may_backward = t.requires_grad and not _graph_reaches(t, forbidden)
+        may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
+                        and not _any_storage_too_small(live.values()))
         ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
         op = ch.pick(ops)
         context = CONTEXTS[ch.integer(0, len(CONTEXTS) - 1)]
