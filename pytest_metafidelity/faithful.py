@@ -149,6 +149,8 @@ def check_faithful(
     if programs:
         from .program_runs import check_with_programs
 
+        if program is not None:
+            raise ValueError("give program= (one program) or programs=N (random ones), not both")
         return check_with_programs(tensors, programs, converters=converters, checks=checks,
                                    order=order, strict=strict)
     if isinstance(converters, str):

@@ -191,6 +191,8 @@ def test_assert_faithful_runs_seeded_programs() -> None:
         with pytest.raises(FidelityError, match=r"\[behaviour\]") as info:
             assert_faithful(base, view, converters=["faulty"], checks=ONLY, programs=20)
     assert "program = " in info.value.result.reproducer
+    with pytest.raises(ValueError, match="not both"):
+        assert_faithful(base, view, program="t0.add_(1)", programs=2)
     with pytest.raises(ValueError, match="programs=-1"):
         assert_faithful(base, view, programs=-1)
     with pytest.raises(ValueError, match="not valid Python"):
