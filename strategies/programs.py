@@ -291,8 +291,12 @@ def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
 
 
 def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    from pytest_metafidelity.converters import storage_too_small
+
     size = ch.integer(0, _storage_elements(t) + 4)
-    if size + t.storage_offset() > _storage_elements(t):
+    # (resize_ to the sizes a tensor already has does not grow a storage
+    # that was shrunk under it: zeroing it then writes past its end.)
+    if size + t.storage_offset() > _storage_elements(t) and not storage_too_small(t):
         # Growing the storage leaves new elements uninitialized: give them values.
         return f"{n}.resize_({size}).zero_()"
     return f"{n}.resize_({size})"
