@@ -243,6 +243,10 @@ class Lockstep:
         known: dict[str, set[str]] = {}
         for entry_id, m in (t.explained if t is not None else []):
             known.setdefault(m.path.split(".")[0], set()).add(entry_id)
+            if m.attribute == "version counter sharing":
+                # (the aliasing check names one tensor: all whose counter differs)
+                for name in self.unshared:
+                    known.setdefault(name.split(".")[0], set()).add(entry_id)
         return known
 
     def step(self, step: Any) -> list[Mismatch]:
@@ -501,8 +505,9 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
     control at step ``k``, or None when no control can be built."""
     meta = getattr(conv.converter, "name", "") == "meta"
     try:
-        control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
-                                                             False)))
+        with _quiet_fake_tensor_log():
+            control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
+                                                                 False)))
         copies = _rebuild(recipe, conv.real, recipe.outputs)
     except Exception:
         return None

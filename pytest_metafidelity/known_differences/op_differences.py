@@ -74,25 +74,72 @@ def _raised(pattern: str, side: str = "fake") -> Callable[[Sequence[Any]], bool]
     return applies
 
 
-# Statements of the view ops of the program vocabulary.
-VIEW_STATEMENT = (r"= .*(\.(detach|t|transpose|unsqueeze|select|view|reshape|expand|as_strided|"
-                  r"conj|real|imag)\(|\[|\.(real|imag)$|torch\.(ops\.aten\.alias|_neg_view|"
-                  r"view_as_real|view_as_complex)\()")
-
 FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
                    "refake-fresh", "functional")
 
 OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
+        id="bool-in-place-promotion",
+        statement=r"\.(add_|mul_)\(",
+        attribute="raised",
+        applies=_raised("can't be cast to the desired output type", side="real"),
+        reason=(
+            "an in-place add_/mul_ of a bool tensor by an int: eager refuses the promotion "
+            "('result type Long can't be cast to the desired output type Bool'); the meta "
+            "kernel of mul_ accepts it and FakeTensorMode's add_ refuses with another error"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "try:\n"
+            "    torch.zeros(2, dtype=torch.bool).mul_(2)\n"
+            "except RuntimeError as e:\n"
+            "    assert \"can't be cast\" in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real promoted')\n"
+            "torch.zeros(2, dtype=torch.bool, device='meta').mul_(2)\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-set-of-inference-view",
+        statement=r"\.set_\(",
+        attribute="raised",
+        applies=_raised("Inplace update to inference tensor outside InferenceMode", side="real"),
+        converters=FAKE_CONVERTERS,
+        reason=(
+            "set_ on a view of an inference tensor outside inference mode: eager refuses "
+            "('Inplace update to inference tensor outside InferenceMode'), FakeTensorMode lets it "
+            "through (add_ on the same fake is refused)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "with torch.inference_mode():\n"
+            "    x = torch.zeros(1)\n"
+            "try:\n"
+            "    x.select(0, 0).set_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'Inplace update to inference tensor' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real set_')\n"
+            "with FakeTensorMode():\n"
+            "    with torch.inference_mode():\n"
+            "        y = torch.zeros(1)\n"
+            "    y.select(0, 0).set_()\n"
+        ),
+    ),
+    OpDifference(
         id="unchecked-internal-overlap",
         statement=r"\.\w+_\(",
         attribute="raised",
-        applies=_raised("more than one element of the written-to tensor", side="real"),
+        applies=_raised("refers? to a single memory location", side="real"),
         reason=(
             "eager in-place ops refuse to write to a tensor whose elements overlap in memory "
             "(a zero stride: 'unsupported operation: more than one element of the written-to "
-            "tensor refers to a single memory location'); meta kernels and fake impls do not "
-            "check for internal overlap"
+            "tensor refers to a single memory location'), or that overlaps its input (copy_: "
+            "'some elements of the input tensor and the written-to tensor refer to a single "
+            "memory location'); meta kernels and fake impls do not check for overlap"
         ),
         link=BY_DESIGN,
         reproducer=(
@@ -213,14 +260,15 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="view-unchecked-storage-bounds",
-        statement=VIEW_STATEMENT,
+        statement=r".",
         attribute="raised",
         applies=_raised("out of bounds for storage", side="real"),
         reason=(
-            "eager view ops check that the view fits in the storage (setStorage: '... out of "
-            "bounds for storage of size N'); their meta kernels and fake impls do not, so a view "
-            "of a tensor whose storage was shrunk (untyped_storage().resize_(0)) succeeds on "
-            "meta and fake tensors, converted or not"
+            "eager view ops and in-place metadata ops (unsqueeze_, ...) check that the result "
+            "fits in the storage (setStorage: '... out of bounds for storage of size N'); their "
+            "meta kernels and fake impls do not always, so on a tensor whose storage was shrunk "
+            "(untyped_storage().resize_(0)) they succeed on meta and fake tensors, converted or "
+            "not"
         ),
         link=UNFILED,
         reproducer=(

@@ -1409,4 +1409,43 @@ _BEHAVIOUR_ENTRIES += [
     ),
 ]
 
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-dynamic-storage-bounds-unchecked-after-view",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"),
+    converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+    reason=(
+        "a fake with symbolic sizes checks an in-place metadata op (unsqueeze_) against its "
+        "storage's size until a view of it is taken; afterwards the op goes through where the "
+        "real tensor (and a static fake) raise 'setStorage: ... out of bounds for storage' "
+        "(here: a storage shrunk to zero bytes)"
+    ),
+    link=UNFILED,
+    reproducer=(
+            'import torch\n'
+            'from torch._dynamo.source import ConstantSource\n'
+            'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+            'from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext\n'
+            't = torch.zeros((3, 1, 4), dtype=torch.int64)\n'
+            't.untyped_storage().resize_(0)\n'
+            'try:\n'
+            '    t[:, 1:1:2]; t.unsqueeze_(0)\n'
+            'except RuntimeError as e:\n'
+            "    assert 'out of bounds for storage' in str(e)\n"
+            'else:\n'
+            "    raise AssertionError('real unsqueezed')\n"
+            'mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)\n'
+            'ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 3, constraint_sizes=[None] * 3)\n'
+            't = torch.zeros((3, 1, 4), dtype=torch.int64)\n'
+            't.untyped_storage().resize_(0)\n'
+            "f = mode.from_tensor(t, source=ConstantSource('x'), symbolic_context=ctx)\n"
+            'with mode:\n'
+            '    f[:, 1:1:2]\n'
+            '    f.unsqueeze_(0)  # no bounds error\n'
+    ),
+))
+
 KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES
