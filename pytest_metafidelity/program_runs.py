@@ -16,10 +16,14 @@ from typing import Any, Sequence
 
 
 def as_program(program: Any, names: Sequence[str]) -> Any:
-    """A ``Program`` from a ``Program`` or its source text."""
+    """A ``Program`` from a ``Program`` or its source text (whose tensors
+    have the names ``names``, the reproducer's)."""
     from .strategies.programs import Program
 
     if isinstance(program, Program):
+        if len(program.inputs) != len(names):
+            raise ValueError(f"the program runs on {len(program.inputs)} tensor(s) "
+                             f"{list(program.inputs)}, but {len(names)} were given")
         return program
     return Program.parse(program, names)
 

@@ -145,7 +145,9 @@ def reproducer_source(
         extra += f", order={list(order)!r}"
     steps = ""
     if program is not None and getattr(program, "steps", ()):
-        steps = f"\nprogram = {_quoted(program.source)}\n"
+        steps = ("\nfrom pytest_metafidelity.strategies.programs import Program\n"
+                 f"program = Program.parse({_quoted(program.source)}, "
+                 f"inputs={list(program.inputs)!r})\n")
         extra += ", program=program"
     epilogue = (
         f"{steps}\nfrom pytest_metafidelity import assert_faithful\n"

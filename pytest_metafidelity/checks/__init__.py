@@ -112,7 +112,9 @@ def all_checks() -> dict[str, CheckSpec]:
         _loaded = True
         for module in CHECK_MODULES:
             importlib.import_module(f"{__name__}.{module}")
-    return dict(_CHECKS)
+    # In CHECK_MODULES order, whichever module was imported first.
+    rank = {f"{__name__}.{m}": i for i, m in enumerate(CHECK_MODULES)}
+    return dict(sorted(_CHECKS.items(), key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
 
 
 def run_checks(conversion: Conversion, names: list[str] | None = None) -> list[Mismatch]:

@@ -395,7 +395,9 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
 
     if plain_strided(conv.real) is not None or any(f is None for f in conv.fake):
         return []
-    names = tuple(conv.names)
+    names = tuple(program.inputs)  # the program's names for the tensors, in order
+    if len(names) != len(conv.real):
+        return []
     recipe = recipe_for(conv.real)
     copies = _rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
