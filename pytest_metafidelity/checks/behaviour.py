@@ -416,7 +416,8 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
             found = _follows_known(conv, program, k, differs, sorted(ids))
             break
         if differs:
-            found = _classify(conv, recipe, names, program, k, differs)
+            found = _classify(conv, recipe, names, program, k, differs,
+                              _numels(run.real.namespace, differs))
             break
         if ids:  # what the step made or changed carries the known difference on
             for n in _names_in(step, run.real.live):
@@ -465,8 +466,21 @@ def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatc
 FOLLOWS = "follows from a known difference"
 
 
+def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
+    """The number of elements of the real tensor each difference is on (None
+    where there is none)."""
+    out = []
+    for m in differs:
+        t = namespace.get(m.path.split(".")[0])
+        try:
+            out.append(int(t.numel()))
+        except Exception:
+            out.append(None)
+    return out
+
+
 def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
-              differs: list[Mismatch]) -> list[Mismatch]:
+              differs: list[Mismatch], numels: list[Any]) -> list[Mismatch]:
     """Conversion bug or operator difference: replay the first ``k + 1``
     steps on the control and compare."""
     from ..known_differences.op_differences import match_op_differences
@@ -475,8 +489,10 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
-        for m in differs:
-            _record(conv, "behaviour_differences", (m.attribute, str(m.real), str(m.fake)))
+        for m, numel in zip(differs, numels):
+            # (attribute, real, fake, elements of the real tensor): what the
+            # behaviour entries of the known-difference registry read
+            _record(conv, "behaviour_differences", (m.attribute, str(m.real), str(m.fake), numel))
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")

@@ -77,7 +77,37 @@ def _raised(pattern: str, side: str = "fake") -> Callable[[Sequence[Any]], bool]
 FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
                    "refake-fresh", "functional")
 
+# What differs when a view is not a view (aliasing's and oracle's attributes).
+NOT_A_VIEW = (r"storage identity|version counter sharing|_is_view\(\)|_base is None|"
+              r"_base identity|object identity")
+
+ZERO_ELEMENT_VIEW_REPRODUCER = (
+    "import torch\n"
+    "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+    "S = lambda t: t.untyped_storage()._cdata\n"
+    "x = torch.zeros(0)\n"
+    "assert S(x.view(-1)) == S(x) and S(x.reshape((0,))) == S(x)\n"
+    "FakeTensorMode.cache_clear()\n"
+    "with FakeTensorMode():\n"
+    "    y = torch.zeros(0)\n"
+    "    y.view(-1)\n"
+    "    assert S(y.reshape((0,))) != S(y)  # a cache hit: not a view of y\n"
+)
+
 OP_DIFFERENCES: list[OpDifference] = [
+    OpDifference(
+        id="zero-element-view-dispatch-cache",
+        statement=r"\.(view|reshape|view_as|expand|transpose|t|unsqueeze|detach)\(|\[",
+        attribute=NOT_A_VIEW,
+        converters=FAKE_CONVERTERS,
+        reason=(
+            "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
+            "from the cache, returns a tensor that is not a view of its input (another "
+            "storage), where eager returns a view; whether it does depends on earlier cache hits"
+        ),
+        link="https://github.com/pytorch/pytorch/issues/159151",
+        reproducer=ZERO_ELEMENT_VIEW_REPRODUCER,
+    ),
     OpDifference(
         id="bool-in-place-promotion",
         statement=r"\.(add_|mul_)\(",

@@ -1448,4 +1448,28 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _zero_element_view_entry() -> KnownDifference:
+    from .op_differences import NOT_A_VIEW, ZERO_ELEMENT_VIEW_REPRODUCER
+
+    return KnownDifference(
+        id="behaviour-zero-element-view-dispatch-cache",
+        check="behaviour",
+        attribute=NOT_A_VIEW,
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: re.fullmatch(NOT_A_VIEW, d[0]) is not None and d[3] == 0),
+        converters=("fake", "fake-dynamic", "refake", "refake-fresh", "functional"),
+        reason=(
+            "FakeTensorMode's dispatch cache: a view op on a converted tensor with no elements "
+            "may return a tensor that is not a view of it (another storage), depending on "
+            "earlier cache hits; the control, made with another cache history, may not show it "
+            "(the operator difference op:zero-element-view-dispatch-cache)"
+        ),
+        link="https://github.com/pytorch/pytorch/issues/159151",
+        reproducer=ZERO_ELEMENT_VIEW_REPRODUCER,
+    )
+
+
+_BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
+
 KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES
