@@ -131,15 +131,15 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
-        id="fake-set-of-inference-view",
-        statement=r"\.set_\(",
+        id="fake-metadata-op-on-inference-view",
+        statement=r"\.(set_|t_|transpose_|unsqueeze_|as_strided_|resize_|detach_)\(",
         attribute="raised",
         applies=_raised("Inplace update to inference tensor outside InferenceMode", side="real"),
         converters=FAKE_CONVERTERS,
         reason=(
-            "set_ on a view of an inference tensor outside inference mode: eager refuses "
-            "('Inplace update to inference tensor outside InferenceMode'), FakeTensorMode lets it "
-            "through (add_ on the same fake is refused)"
+            "an in-place metadata op (set_, t_, ...) on a view of an inference tensor outside "
+            "inference mode: eager refuses ('Inplace update to inference tensor outside "
+            "InferenceMode'), FakeTensorMode lets it through (add_ on the same fake is refused)"
         ),
         link=UNFILED,
         reproducer=(
@@ -157,6 +157,38 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    with torch.inference_mode():\n"
             "        y = torch.zeros(1)\n"
             "    y.select(0, 0).set_()\n"
+            "    y.as_strided((1,), (1,), 0).t_()\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-backward-through-emptied-view",
+        statement=r"\.backward\(",
+        attribute="raised",
+        applies=_raised("returned an invalid gradient", side="fake"),
+        converters=FAKE_CONVERTERS,
+        reason=(
+            "a view with no elements emptied by set_() in no_grad mode: eager's backward through "
+            "it runs, FakeTensorMode's raises 'Function SumBackward0 returned an invalid "
+            "gradient' (the gradient takes the view's new sizes)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def program():\n"
+            "    x = torch.zeros(1, dtype=torch.complex64, requires_grad=True)\n"
+            "    v = x.unsqueeze(0)[0:0]\n"
+            "    with torch.no_grad():\n"
+            "        v.set_()\n"
+            "    v.sum().abs().backward()\n"
+            "program()\n"
+            "with FakeTensorMode():\n"
+            "    try:\n"
+            "        program()\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'returned an invalid gradient' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('fake backward ran')\n"
         ),
     ),
     OpDifference(
