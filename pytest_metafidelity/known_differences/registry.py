@@ -1471,5 +1471,39 @@ def _zero_element_view_entry() -> KnownDifference:
 
 
 _BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-storage-sized-to-tensors",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and d[1] == "nothing" and "out of bounds for storage" in d[2]),
+    reason=(
+        "the converted tensor's storage is sized to what the tensors reach, not to the real "
+        "storage (storage-sized-to-tensors; with symbolic sizes the storage check cannot see "
+        "it): set_/as_strided_ into the rest of the real storage raises 'out of bounds for "
+        "storage' on the fake only"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/185014",
+        "https://github.com/pytorch/pytorch/issues/123879",
+    ),
+    reproducer=(
+            'import torch\n'
+            'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+            'x = torch.zeros(5); x.resize_(4)\n'
+            'mode = FakeTensorMode()\n'
+            'f = mode.from_tensor(x)\n'
+            'x.as_strided_((3,), (1,), 2)\n'
+            'with mode:\n'
+            '    try:\n'
+            '        f.as_strided_((3,), (1,), 2)\n'
+            '    except RuntimeError as e:\n'
+            "        assert 'out of bounds for storage' in str(e)\n"
+            '    else:\n'
+            "        raise AssertionError('fake as_strided_ fit')\n"
+    ),
+))
 
 KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES
