@@ -139,7 +139,11 @@ def same_error(a: BaseException | None, b: BaseException | None) -> bool:
 
 
 def _raised(e: BaseException | None) -> str:
-    return "nothing" if e is None else f"{type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"
+    """``"Type: first line of the message"``, or ``"nothing"``."""
+    if e is None:
+        return "nothing"
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
 
 
 class _ReadAs:
