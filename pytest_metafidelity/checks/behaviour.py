@@ -202,6 +202,8 @@ class Lockstep:
     # step (the ``aliasing`` check's business): their bumps are not compared.
     unshared: set[str] = dataclasses.field(default_factory=set)
     known_sharing: bool = False
+    # The order the tensors were converted in (known-difference predicates read it).
+    order: tuple[int, ...] | None = None
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
@@ -228,8 +230,9 @@ class Lockstep:
         from ..known_differences import triage
 
         live = [n for n in self.real.live if n in self.other.live]
+        order = self.order if self.order is not None and len(self.order) == len(live) else None
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
-                          self.reader)
+                          self.reader, order=order)
         name = getattr(getattr(self.reader, "converter", None), "name", "?")
         try:
             return triage(name, mismatches, conv, checks)
@@ -244,7 +247,7 @@ class Lockstep:
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
-                          self.reader)
+                          self.reader, order=self.order)
         try:
             found = list(self.found_at_start) + storage_check(conv)
         except Exception:
@@ -415,7 +418,7 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     before = capture(names, tuple(conv.real))
     reader = _ReadAs(conv.converter)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, conv.fake, _fake_mode(conv.fake)),
-                   reader)
+                   reader, order=conv.order)
     run.start()
     known = run.known_at_start()
     found: list[Mismatch] = []
