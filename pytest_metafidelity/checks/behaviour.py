@@ -243,16 +243,19 @@ class Lockstep:
         """Tensor name -> ids of the known differences it (or what it
         reaches) shows before the first step, by the ``oracle``,
         ``aliasing`` and ``storage`` readings."""
+        from .autograd import autograd_check
         from .storage import storage_check
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=self.order)
-        try:
-            found = list(self.found_at_start) + storage_check(conv)
-        except Exception:
-            found = list(self.found_at_start)
-        t = self._triage(found, {"oracle", "aliasing", "storage"}) if found else None
+        found = list(self.found_at_start)
+        for fn in (storage_check, autograd_check):
+            try:
+                found += fn(conv)
+            except Exception:
+                pass
+        t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
         known: dict[str, set[str]] = {}
         for entry_id, m in (t.explained if t is not None else []):
             known.setdefault(m.path.split(".")[0], set()).add(entry_id)
@@ -260,6 +263,13 @@ class Lockstep:
                 # (the aliasing check names one tensor: all whose counter differs)
                 for name in self.unshared:
                     known.setdefault(name.split(".")[0], set()).add(entry_id)
+        # A view of a tensor with a known difference carries it too.
+        by_object = {id(self.real.namespace[n]): ids for n, ids in known.items()
+                     if n in self.real.namespace}
+        for n in live:
+            for base in _bases(self.real.namespace.get(n)):
+                if id(base) in by_object:
+                    known.setdefault(n, set()).update(by_object[id(base)])
         return known
 
     def step(self, step: Any) -> list[Mismatch]:
@@ -300,6 +310,18 @@ class Lockstep:
                                       "an in-place op bumps the version counter of every alias"))
         found += [m for m in self.compare() if _key(m) not in self.baseline]
         return found
+
+
+def _bases(t: Any) -> list[Any]:
+    """``t._base``, its ``_base``, ... (a view's base is not a view)."""
+    from ._util import base_of
+
+    out = []
+    b = base_of(t) if t is not None else None
+    while b is not None and len(out) < 8:
+        out.append(b)
+        b = base_of(b)
+    return out
 
 
 def _version_groups_differ(names: Sequence[str], real: Sequence[Any],
