@@ -135,7 +135,7 @@ def same_error(a: BaseException | None, b: BaseException | None) -> bool:
         return False
     import difflib
 
-    return difflib.SequenceMatcher(None, _message(a), _message(b)).ratio() >= 0.6
+    return difflib.SequenceMatcher(None, _message(a), _message(b), autojunk=False).ratio() >= 0.6
 
 
 def _raised(e: BaseException | None) -> str:

@@ -161,15 +161,16 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
-        id="fake-metadata-op-on-inference-view",
-        statement=r"\.(set_|t_|transpose_|unsqueeze_|as_strided_|resize_|detach_)\(",
+        id="fake-in-place-op-on-inference-view",
+        statement=r"\.\w+_\(",
         attribute="raised",
         applies=_raised("Inplace update to inference tensor outside InferenceMode", side="real"),
         converters=FAKE_CONVERTERS,
         reason=(
-            "an in-place metadata op (set_, t_, ...) on a view of an inference tensor outside "
-            "inference mode: eager refuses ('Inplace update to inference tensor outside "
-            "InferenceMode'), FakeTensorMode lets it through (add_ on the same fake is refused)"
+            "an in-place op (set_, t_, ...; zero_ on an alias when served from the dispatch "
+            "cache) on a view of an inference tensor outside inference mode: eager refuses "
+            "('Inplace update to inference tensor outside InferenceMode'), FakeTensorMode lets "
+            "it through (add_ on the same fake is refused)"
         ),
         link=UNFILED,
         reproducer=(
