@@ -306,13 +306,38 @@ def _functional_tensor_elem(t: Any) -> Any:
     return t.elem if isinstance(t, FunctionalTensor) else None
 
 
-def _refuse_crashing_copy(t: Any) -> None:
+def _refuse_crashing_copy(t: Any, attempt: Callable[[], Any]) -> None:
     if crashing_copy(t):
-        raise ConversionCrash(
+        known_crash(
             "copying the real tensor's values (fake_tensor_propagate_real_tensors) reads past "
             "the end of a storage smaller than the tensor (resize_(0)?) and segfaults "
-            "(https://github.com/pytorch/pytorch/issues/171676); not attempted"
-        )
+            "(https://github.com/pytorch/pytorch/issues/171676)", attempt)
+
+
+# --metafidelity-run-known-crashes: attempt known crashes in a child process.
+_run_known_crashes = False
+KNOWN_CRASH_TIMEOUT = 60.0
+
+
+def run_known_crashes_in_children(enabled: bool) -> None:
+    global _run_known_crashes
+    _run_known_crashes = bool(enabled)
+
+
+def known_crash(why: str, attempt: Callable[[], Any]) -> None:
+    """A conversion torch is known to crash on.  By default it is not
+    attempted (:class:`ConversionCrash`).  With known crashes run
+    (``--metafidelity-run-known-crashes``) ``attempt`` runs in a forked child
+    first: if the child dies, ConversionCrash says how; if it lives, this
+    returns and the caller converts for real -- the registered crash did not
+    occur, which the registry reports as unexpectedly passing."""
+    from .child import CAN_FORK, run_in_child
+
+    if not (_run_known_crashes and CAN_FORK):
+        raise ConversionCrash(f"{why}; not attempted")
+    ending = run_in_child(attempt, KNOWN_CRASH_TIMEOUT)
+    if ending.crashed or ending.hung:
+        raise ConversionCrash(f"{why}; attempted in a child process, which {ending.describe()}")
 
 
 class RealFakeConverter(FakeConverter):
@@ -331,7 +356,7 @@ class RealFakeConverter(FakeConverter):
         self.mode = _fake_mode(dynamic=False, real=True)
 
     def _convert(self, t: Any) -> Any:
-        _refuse_crashing_copy(t)
+        _refuse_crashing_copy(t, lambda: super(RealFakeConverter, self)._convert(t))
         return super()._convert(t)
 
 
@@ -346,7 +371,7 @@ class RealDynamicFakeConverter(DynamicFakeConverter):
     real = True
 
     def _convert(self, t: Any) -> Any:
-        _refuse_crashing_copy(t)
+        _refuse_crashing_copy(t, lambda: super(RealDynamicFakeConverter, self)._convert(t))
         return super()._convert(t)
 
 
@@ -448,14 +473,17 @@ class FunctionalConverter(Converter):
 
     def _convert(self, t: Any) -> Any:
         if any(_compressed_requiring_grad(u) for u in _family(t)):
-            raise ConversionCrash(
+            known_crash(
                 "FunctionalTensor.to_functional of a sparse compressed tensor that requires "
                 "grad aborts the process (c10::Error 'layout_impl is only implemented for "
-                "TensorImpl subclasses' thrown through autograd's InputMetadata); not attempted"
-            )
+                "TensorImpl subclasses' thrown through autograd's InputMetadata)",
+                lambda: self._functional_fake(t))
         reason = _not_functionalizable(t)
         if reason is not None:
             raise Unsupported(f"not applicable: {reason}")
+        return self._functional_fake(t)
+
+    def _functional_fake(self, t: Any) -> Any:
         first = self.first.from_tensor(t)
         with self.functional_mode:
             wrapper = self._wrap(first)
@@ -612,6 +640,25 @@ CONVERTERS: dict[str, ConverterSpec] = {
         _spec(FunctionalConverter, _functional_unavailable),
     )
 }
+
+
+def register_converter(cls: type[Converter],
+                       unavailable: Callable[[], str | None] = lambda: None) -> ConverterSpec:
+    """Add a converter (a :class:`Converter` subclass with a unique ``name``
+    and a docstring saying what it does) to every run: the suite, the
+    options and ``check_faithful``.  Reproducers of its failures import the
+    module that defines it.  Returns its spec; ``unregister_converter``
+    takes it out again."""
+    if not (isinstance(cls, type) and issubclass(cls, Converter)) or cls.name in ("", "?"):
+        raise ValueError(f"register_converter: {cls!r} must be a Converter subclass with a name")
+    if cls.name in CONVERTERS:
+        raise ValueError(f"register_converter: a converter named {cls.name!r} exists already")
+    spec = CONVERTERS[cls.name] = _spec(cls, unavailable)
+    return spec
+
+
+def unregister_converter(name: str) -> None:
+    CONVERTERS.pop(name, None)
 
 
 def converter_names() -> list[str]:

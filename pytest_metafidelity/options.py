@@ -37,6 +37,15 @@ OPTIONS = (
     ("metafidelity_report", "METAFIDELITY_REPORT", "write a JSON report to this path", "str"),
     ("metafidelity_reproducers", "METAFIDELITY_REPRODUCERS",
      "directory for standalone reproducer scripts (default: metafidelity-reproducers)", "str"),
+    ("metafidelity_example_timeout", "METAFIDELITY_EXAMPLE_TIMEOUT",
+     "seconds one example may take before it is reported as hung (default 300; 0: no limit)",
+     "float"),
+    ("metafidelity_run_known_crashes", "METAFIDELITY_RUN_KNOWN_CRASHES",
+     "run the conversions the registry knows to crash torch, each in a child process, to see "
+     "whether they still do", "bool"),
+    ("metafidelity_shrink_crashes", "METAFIDELITY_SHRINK_CRASHES",
+     "seconds spent shrinking crashed and hung cases, in child processes, at the end of the "
+     "run (default 60; 0: do not shrink)", "float"),
 )
 
 
@@ -63,7 +72,8 @@ PROFILES = {
                 "500 examples per item, random: long fuzzing runs"),
     )
 }
-MIN_EXAMPLES, MAX_BUDGET_EXAMPLES = 3, 50
+DEFAULT_EXAMPLE_TIMEOUT = 300.0
+DEFAULT_SHRINK_CRASHES = 60.0
 
 
 def add_options(parser: Any) -> None:
@@ -112,6 +122,9 @@ class SuiteOptions:
     strict: bool
     report: str | None
     reproducers: str
+    example_timeout: float | None = DEFAULT_EXAMPLE_TIMEOUT  # None: no limit
+    run_known_crashes: bool = False
+    shrink_crashes: float = DEFAULT_SHRINK_CRASHES  # seconds; 0: off
 
 
 class OptionError(ValueError):
@@ -195,6 +208,10 @@ def resolve(config: Any) -> SuiteOptions:
     budget = _number("metafidelity_budget", raw_value(config, "metafidelity_budget"), float, 0.1)
     if examples is None and budget is None:
         examples, budget = profile.examples, profile.budget
+    timeout = _number("metafidelity_example_timeout",
+                      raw_value(config, "metafidelity_example_timeout"), float, 0)
+    shrink = _number("metafidelity_shrink_crashes",
+                     raw_value(config, "metafidelity_shrink_crashes"), float, 0)
     return SuiteOptions(
         kinds=kinds,
         converters=converters,
@@ -206,4 +223,7 @@ def resolve(config: Any) -> SuiteOptions:
         strict=bool(raw_value(config, "metafidelity_strict")),
         report=raw_value(config, "metafidelity_report"),
         reproducers=raw_value(config, "metafidelity_reproducers") or "metafidelity-reproducers",
+        example_timeout=DEFAULT_EXAMPLE_TIMEOUT if timeout is None else (timeout or None),
+        run_known_crashes=bool(raw_value(config, "metafidelity_run_known_crashes")),
+        shrink_crashes=DEFAULT_SHRINK_CRASHES if shrink is None else shrink,
     )

@@ -1,11 +1,16 @@
 """The pytest plugin: a thin layer of hooks over plain functions.
 
-How does ``--metafidelity`` start?  ``pytest_configure`` below validates the
-options and points collection at the built-in suite module;
+How does ``--metafidelity`` start?  ``pytest_cmdline_main`` below asks for
+one xdist worker when no ``-n`` was given, so a crash in torch never takes
+the reporting process with it (:mod:`.suite.isolation`); ``pytest_configure``
+validates the options and points collection at the built-in suite module;
 ``pytest_generate_tests`` parametrizes it over kinds x converters;
-``pytest_runtest_setup`` gives each item its Hypothesis settings;
+``pytest_collection_modifyitems`` gives each item its Hypothesis test and
+settings (at collection, so runners that bypass pytest's runtest hooks --
+HypoFuzz -- get them too);
 ``pytest_runtest_makereport`` turns the outcome into a record that the
-terminal summary and the JSON report aggregate (across xdist workers too).
+terminal summary and the JSON report aggregate (across xdist workers too);
+``pytest_handlecrashitem`` turns a dead worker's journal into a crash record.
 
 Without ``--metafidelity`` this module adds its options, a session fixture and
 nothing else, and imports neither torch nor Hypothesis.
@@ -15,17 +20,31 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import options as _options
+
+if TYPE_CHECKING:
+    from .options import SuiteOptions
 
 SUITE_FILE = os.path.join(os.path.dirname(__file__), "suite", "test_fidelity.py")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     _options.add_options(parser)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    if not _options.is_enabled(config):
+        return
+    from .suite import isolation
+
+    if isolation.wants_one_worker(config):
+        isolation.use_one_worker(config)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -44,15 +63,75 @@ def pytest_configure(config: pytest.Config) -> None:
 class FidelitySession:
     """The hooks active only under ``--metafidelity``."""
 
-    def __init__(self, config: pytest.Config, opts: Any) -> None:
+    def __init__(self, config: pytest.Config, opts: SuiteOptions) -> None:
+        from .converters import run_known_crashes_in_children
         from .report import Collector
+        from .suite import isolation, journal
+        from .suite.progress import Progress
         from .suite.runner import SuiteRun
 
         self.config = config
         self.run = SuiteRun(opts)
         self.collector = Collector()
         self.is_worker = hasattr(config, "workerinput")
+        self.distributing = isolation.is_distributing(config)
+        self.reproducers = os.path.join(str(config.rootpath), opts.reproducers)
+        run_known_crashes_in_children(opts.run_known_crashes)
+        if self.is_worker:
+            directory = config.workerinput[isolation.WORKER_JOURNALS]  # type: ignore[attr-defined]
+        else:
+            root = isolation.journal_root(config, opts.reproducers)
+            self._recover_earlier_crashes(root)
+            directory = journal.run_directory(root)
+        self.journal_directory = directory
+        if not self.distributing:  # this process runs the examples
+            self.run.journal = journal.Journal(directory, isolation.worker_name(config),
+                                               opts.example_timeout)
+        self.progress = None if self.is_worker else Progress.for_run(config, opts)
         _point_collection_at_suite(config)
+
+    def _recover_earlier_crashes(self, root: str) -> None:
+        """Cases left by runs that died with no controller to report them
+        (``-n 0``): reported now, as from an earlier run."""
+        from .suite import crashes, journal
+
+        for remains in journal.abandoned(root):
+            record = crashes.crash_record(remains, returncode=None, directory=self.reproducers,
+                                          earlier_run=True, database=self.run.database())
+            self.collector.add_crash(record)
+            remains.discard()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist controller: tell each worker where its journal goes."""
+        from .suite import isolation
+
+        node.workerinput[isolation.WORKER_JOURNALS] = self.journal_directory
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
+        """xdist controller: a worker died running ``crashitem``.  Its journal
+        says which example; record it as a crash of that item."""
+        from .report import PROPERTY, item_record
+        from .suite import crashes, isolation, journal
+
+        node = getattr(report, "node", None)
+        name = getattr(getattr(node, "gateway", None), "id", None)
+        remains = journal.read(self.journal_directory, name) if name else None
+        if remains is None or remains.entry.nodeid != crashitem:
+            return
+        record = crashes.crash_record(remains, returncode=crashes.returncode_of(node),
+                                      directory=self.reproducers, database=self.run.database())
+        remains.discard()
+        entry = remains.entry
+        tally = Counter({"examples": entry.example + 1, record["status"]: 1})
+        item = item_record(crashitem, entry.kind, entry.converter, tally, "failed", [], "",
+                           crashes=[record])
+        report.user_properties.append((PROPERTY, json.dumps(item)))
+        report.longrepr = (f"{crashes.describe(record)} in example {entry.example + 1} of "
+                           f"{crashitem}\n  reproducer: {record['reproducer_file']}\n"
+                           f"  last frames:\n{record['frames']}")
+        isolation.forgive_recorded_crash(self.config)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pycollect_makemodule(self, module_path: Any, parent: Any) -> Any:
@@ -72,61 +151,71 @@ class FidelitySession:
         metafunc.parametrize("metafidelity_item", items, ids=[i.id for i in items])
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        from .suite.runner import fidelity_test
+
         suite = [i for i in items if _is_suite_item(i)]
         for item in suite:
             item.add_marker("metafidelity_suite")
-        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
-        self.run.n_items = max(1, -(-len(suite) // workers))
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_setup(self, item: pytest.Item) -> None:
-        if _is_suite_item(item):
-            from .suite.runner import fidelity_test
-
-            # A per-item test with this run's settings (examples fitted to the budget).
+            # The item's own test: this run's settings, a fixed number of
+            # examples or rounds that spend its share of the time budget.
             item.obj = fidelity_test(self.run, item.nodeid)  # type: ignore[attr-defined]
-            self.run.start_item()
+        workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
+        self.run.set_item_count(max(1, -(-len(suite) // workers)))
+        if self.progress is not None:
+            self.progress.total_items = len(suite)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
         outcome = yield
         if call.when != "call" or not _is_suite_item(item):
             return
-        from .report import (PROPERTY, failure_records, fidelity_errors, item_record,
-                             unexpectedly_passing_records)
+        from .report import (PROPERTY, crash_errors, exit_crash_record, failure_records,
+                             fidelity_errors, item_record, unexpectedly_passing_records)
 
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
-        self.run.finish_item()
-        directory = os.path.join(str(self.config.rootpath), self.run.options.reproducers)
+        directory = self.reproducers
         failures = []
-        for error in fidelity_errors(call.excinfo.value if call.excinfo else None):
+        error = call.excinfo.value if call.excinfo else None
+        for fidelity_error in fidelity_errors(error):
             failures += failure_records(
-                error, kind=suite_item.kind, converter=suite_item.converter, nodeid=item.nodeid,
-                directory=directory,
+                fidelity_error, kind=suite_item.kind, converter=suite_item.converter,
+                nodeid=item.nodeid, directory=directory,
             )
+        crashed = [exit_crash_record(e, kind=suite_item.kind, converter=suite_item.converter,
+                                     nodeid=item.nodeid, directory=directory)
+                   for e in crash_errors(error)]
         passing = unexpectedly_passing_records(
             self.run.unexpectedly_passing.get(item.nodeid, {}), kind=suite_item.kind,
             converter=suite_item.converter, nodeid=item.nodeid, directory=directory,
         )
         report = outcome.get_result()
         digest = self.run.digests.get(item.nodeid)
+        tally = Counter(self.run.tallies.get(item.nodeid, {}))
+        for record in crashed:
+            tally[record["status"]] += 1
+        spending = self.run.spending.get(item.nodeid)
         record = item_record(item.nodeid, suite_item.kind, suite_item.converter,
-                             self.run.tallies.get(item.nodeid, {}), report.outcome, failures,
+                             tally, report.outcome, failures,
                              digest.hexdigest() if digest else "",
                              known=self.run.known.get(item.nodeid, {}),
-                             unexpectedly_passing=passing)
+                             unexpectedly_passing=passing, crashes=crashed,
+                             spending=spending.as_dict() if spending else None)
         report.user_properties.append((PROPERTY, json.dumps(record)))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        # Runs on the controller for every worker's reports under xdist.
-        if report.when != "call":
+        # Runs on the controller for every worker's reports under xdist;
+        # crash reports (made by xdist for a dead worker) have when "???".
+        if report.when not in ("call", "???"):
             return
         for name, value in report.user_properties:
             if name == "metafidelity":
-                self.collector.add(json.loads(value))
+                record = json.loads(value)
+                self.collector.add(record)
+                if self.progress is not None:
+                    self.progress.item_done(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not self.collector.items:
+        if self.is_worker or not (self.collector.items or self.collector.earlier_crashes):
             return
         tr = terminalreporter
         tr.write_sep("=", "metafidelity: kinds x converters")
@@ -135,15 +224,33 @@ class FidelitySession:
         if failures:
             tr.write_sep("-", f"metafidelity: {len(self.collector.unique_failures())} distinct failure(s)")
             tr.write_line(failures)
+        crashes = self.collector.crashes_text()
+        if crashes:
+            tr.write_sep("-", f"metafidelity: {len(self.collector.unique_crashes())} crash(es) "
+                              "and hang(s)")
+            tr.write_line(crashes)
         passing = self.collector.unexpectedly_passing_text()
         if passing:
             tr.write_sep("-", "metafidelity: known differences that did not occur (fixed upstream?)")
             tr.write_line(passing)
+        tr.write_line(self.collector.spending_text())
         if self.run.options.report:
             tr.write_line(f"metafidelity: JSON report written to {self.run.options.report}")
 
     def pytest_sessionfinish(self) -> None:
-        if self.is_worker or not self.run.options.report:
+        if self.run.journal is not None:
+            self.run.journal.close()
+        if self.is_worker:
+            return
+        try:
+            os.rmdir(self.journal_directory)
+        except OSError:
+            pass
+        if self.run.options.shrink_crashes and self.collector.unique_crashes():
+            from .suite.crash_shrinking import shrink_crashes
+
+            shrink_crashes(self.collector, self.run.options, self.reproducers)
+        if not self.run.options.report:
             return
         seed = self.config.getoption("hypothesis_seed", None)
         self.collector.write_json(self.run.options.report, self.run.options, seed)

@@ -18,7 +18,8 @@ from collections import Counter
 from typing import Any, Iterable
 
 PROPERTY = "metafidelity"
-COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing", "examples")
+COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing",
+           "crashed", "hung", "examples")
 
 
 def shorten(text: str, limit: int = 400) -> str:
@@ -38,6 +39,38 @@ def fidelity_errors(exc: BaseException | None) -> list[Any]:
     if isinstance(exc, BaseExceptionGroup):
         return [e for sub in exc.exceptions for e in fidelity_errors(sub)]
     return []
+
+
+def crash_errors(exc: BaseException | None) -> list[Any]:
+    """The ExampleCrashed errors in ``exc`` (examples that exited Python)."""
+    from .suite.runner import ExampleCrashed
+
+    if exc is None:
+        return []
+    if isinstance(exc, ExampleCrashed):
+        return [exc]
+    if isinstance(exc, BaseExceptionGroup):
+        return [e for sub in exc.exceptions for e in crash_errors(sub)]
+    return []
+
+
+def exit_crash_record(error: Any, *, kind: str, converter: str, nodeid: str,
+                      directory: str) -> dict[str, Any]:
+    """The crash record of an example that raised SystemExit (Hypothesis
+    shrank it in-process, like any failure)."""
+    from .suite import crashes
+
+    code = error.exit_status
+    record: dict[str, Any] = {
+        "signature": f"{crashes.CRASHED}|{kind}|{converter}|exit{code}",
+        "status": crashes.CRASHED, "kind": kind, "converter": converter, "nodeid": nodeid,
+        "signal": None, "exit_status": code, "timeout": None, "example": None,
+        "frames": "", "reproducer": error.reproducer, "earlier_run": False,
+        "saved_to_database": True,  # Hypothesis saved the failing example itself
+    }
+    record["reproducer_file"] = crashes.write_reproducer(record, directory)
+    record["replay"] = f"python {record['reproducer_file']}"
+    return record
 
 
 def _slug(text: str) -> str:
@@ -120,6 +153,7 @@ def item_record(
     nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict],
     cases_digest: str, known: dict[str, int] | None = None,
     unexpectedly_passing: list[dict[str, Any]] | None = None,
+    crashes: list[dict[str, Any]] | None = None, spending: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return {
         "nodeid": nodeid,
@@ -134,6 +168,11 @@ def item_record(
         # entry id -> examples in which that known difference occurred
         "known_differences": dict(sorted((known or {}).items())),
         "unexpectedly_passing": unexpectedly_passing or [],
+        # examples that killed their process (crashed) or outlived the time
+        # limit (hung), each with a reproducer
+        "crashes": crashes or [],
+        # budget runs: the item's slice, seconds used, rounds, examples
+        "spending": spending,
     }
 
 
@@ -142,9 +181,54 @@ class Collector:
     """Gathers item records on the controller (or the only process)."""
 
     items: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    # crashes left by earlier runs that died in-process (-n 0)
+    earlier_crashes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
     def add(self, record: dict[str, Any]) -> None:
         self.items.append(record)
+
+    def add_crash(self, record: dict[str, Any]) -> None:
+        self.earlier_crashes.append(record)
+
+    def unique_crashes(self) -> list[dict[str, Any]]:
+        seen: dict[str, dict[str, Any]] = {}
+        for item in self.items:
+            for c in item.get("crashes", []):
+                seen.setdefault(c["signature"], c)
+        for c in self.earlier_crashes:
+            seen.setdefault(c["signature"], c)
+        return list(seen.values())
+
+    def crashes_text(self) -> str:
+        from .suite.crashes import describe
+
+        parts = []
+        for c in self.unique_crashes():
+            when = " (in an earlier run that died)" if c.get("earlier_run") else ""
+            lines = [f"[{c['status']}] {c['kind']} through {c['converter']}: {describe(c)}{when}",
+                     f"    item: {c['nodeid']}"]
+            if c.get("frames"):
+                lines.append("    last frames:\n" + "\n".join(
+                    "      " + f for f in c["frames"].splitlines()[:8]))
+            if c.get("shrinking"):
+                lines.append(f"    shrinking: {c['shrinking']}")
+            lines += [f"    reproducer: {c['reproducer_file']}", f"    replay: {c['replay']}"]
+            parts.append("\n".join(lines))
+        return "\n".join(parts)
+
+    def spending_text(self) -> str:
+        """How the run's time went: one line (budget runs say more)."""
+        spent = [i["spending"] for i in self.items if i.get("spending")]
+        examples = sum(i["counts"]["examples"] for i in self.items)
+        if not spent:
+            return f"metafidelity: {len(self.items)} items, {examples} examples"
+        seconds = sum(s["seconds"] for s in spent)
+        rounds = sum(s["rounds"] for s in spent)
+        extended = sum(1 for s in spent if s["extended"])
+        rate = f" ({examples / seconds:.1f}/s)" if seconds else ""
+        return (f"metafidelity: {len(self.items)} items, {examples} examples{rate} in "
+                f"{seconds:.0f} s of items' time, {rounds} rounds; {extended} item(s) given more "
+                "time for finding something new in a later round")
 
     def unique_failures(self) -> list[dict[str, Any]]:
         seen: dict[str, dict[str, Any]] = {}
@@ -216,9 +300,13 @@ class Collector:
                 "examples": options.examples,
                 "budget": options.budget,
                 "strict": options.strict,
+                "example_timeout": options.example_timeout,
+                "run_known_crashes": options.run_known_crashes,
+                "shrink_crashes": options.shrink_crashes,
             },
             "items": sorted(self.items, key=lambda r: r["nodeid"]),
             "failures": self.unique_failures(),
+            "crashes": self.unique_crashes(),
         }
 
     def write_json(self, path: str, options: Any, seed: Any) -> None:

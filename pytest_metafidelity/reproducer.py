@@ -9,6 +9,8 @@ storages' bytes when they are small enough to print.
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any, Sequence
 
 from .strategies.recipe import Recipe, recipe_of
@@ -150,7 +152,8 @@ def reproducer_source(
                  f"inputs={list(program.inputs)!r})\n")
         extra += ", program=program"
     epilogue = (
-        f"{steps}\nfrom pytest_metafidelity import assert_faithful\n"
+        f"{steps}\n" + converter_imports(converters)
+        + "from pytest_metafidelity import assert_faithful\n"
         f"assert_faithful({args}, converters={list(converters)!r}{extra})"
     )
     return recipe.to_python(epilogue=epilogue)
@@ -162,3 +165,22 @@ def _quoted(source: str) -> str:
     if "'''" in source or "\\" in source:
         return repr(source)
     return "'''\n" + source + "\n'''"
+
+
+def converter_imports(converters: Sequence[str]) -> str:
+    """Source importing the modules that registered converters from outside
+    this package (``register_converter``), so the reproducer has them too."""
+    from .converters import CONVERTERS
+
+    lines = []
+    for name in converters:
+        spec = CONVERTERS.get(name)
+        module = getattr(spec.factory, "__module__", "") if spec else ""
+        if not module or module.startswith("pytest_metafidelity"):
+            continue
+        path = getattr(sys.modules.get(module), "__file__", None)
+        if path:
+            folder = os.path.dirname(os.path.abspath(path))
+            lines.append(f"import sys; sys.path.insert(0, {folder!r})")
+        lines.append(f"import {module}  # registers converter {name!r}")
+    return "".join(line + "\n" for line in lines)

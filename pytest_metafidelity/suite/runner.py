@@ -2,10 +2,15 @@
 
 The item's test is a real Hypothesis ``@given`` test, so ``--hypothesis-seed``,
 ``--hypothesis-show-statistics`` and shrinking work as usual.  Each example
-draws a recipe of the item's kind and a conversion order, builds the tensors
-(inside the recipe's contexts), converts them through one converter and runs
-the checks.  A failing example raises :class:`FidelityError`, whose message
-carries the reproducer of the shrunk example.
+draws a recipe of the item's kind and a conversion order (:func:`draw_case`),
+builds the tensors (inside the recipe's contexts), converts them through one
+converter and runs the checks.  A failing example raises
+:class:`FidelityError`, whose message carries the reproducer of the shrunk
+example; one that exits Python (``SystemExit``) raises :class:`ExampleCrashed`.
+
+Before the conversion, the example is written to this process's journal
+(:mod:`.journal`), so a native crash or a hang loses nothing.  With a time
+budget an item runs in rounds (:mod:`.budget`).
 """
 
 from __future__ import annotations
@@ -13,13 +18,23 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import random
 import time
 import warnings
 from collections import Counter
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+
+from .budget import TimeBudget
+from .journal import Journal, JournalEntry, RUNNING, encode_choices
+
+if TYPE_CHECKING:
+    from ..faithful import FidelityResult
+    from ..options import SuiteOptions
+    from ..strategies.recipe import Recipe
+    from .budget import ItemSpending
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,17 +47,25 @@ class SuiteItem:
         return f"{self.kind}-{self.converter}"
 
 
+class ExampleCrashed(AssertionError):
+    """The example ended Python itself (``SystemExit`` from the converter or
+    a check): a crash, reported with its (shrunk) reproducer."""
+
+    def __init__(self, exit_status: Any, reproducer: str) -> None:
+        self.exit_status = exit_status
+        self.reproducer = reproducer
+        super().__init__(f"SystemExit({exit_status!r}) while converting or checking\n"
+                         f"Reproducer (runnable Python):\n{reproducer}")
+
+
 @dataclasses.dataclass
 class SuiteRun:
     """Settings and running tallies for the suite in this process."""
 
-    options: Any  # options.SuiteOptions
+    options: "SuiteOptions | None"
     n_items: int = 0
-    started: float = dataclasses.field(default_factory=time.monotonic)
-    items_done: int = 0
+    journal: Journal | None = None
     examples_done: int = 0  # examples run in this process
-    example_seconds: float = 0.0  # wall time of finished items ...
-    examples_counted: int = 0  # ... and the examples they ran
     # nodeid -> Counter of outcome statuses over examples
     tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
     # nodeid -> digest of every case run, in order: equal digests, equal cases
@@ -52,8 +75,27 @@ class SuiteRun:
     # nodeid -> {entry id: [examples in which it did not occur, first reproducer]}
     unexpectedly_passing: dict[str, dict[str, list[Any]]] = dataclasses.field(
         default_factory=dict)
+    # nodeid -> what the item has covered (events, statuses, entries): new
+    # coverage earns an item more of the budget
+    coverage: dict[str, set[str]] = dataclasses.field(default_factory=dict)
+    # nodeid -> how the item spent its time (budget runs)
+    spending: dict[str, "ItemSpending"] = dataclasses.field(default_factory=dict)
+    budget: TimeBudget | None = None
+    # nodeid -> the item's inner test function (its digest keys the database)
+    inner_tests: dict[str, Callable[..., None]] = dataclasses.field(default_factory=dict)
+    _database_keys: dict[str, str] = dataclasses.field(default_factory=dict)
 
-    def record_entries(self, nodeid: str, result: Any) -> None:
+    def __post_init__(self) -> None:
+        opts = self.options
+        if opts is not None and opts.examples is None and opts.budget is not None:
+            self.budget = TimeBudget(opts.budget)
+
+    def set_item_count(self, n_items: int) -> None:
+        self.n_items = n_items
+        if self.budget is not None:
+            self.budget.n_items = n_items
+
+    def record_entries(self, nodeid: str, result: "FidelityResult") -> None:
         """Which known-difference entries occurred, and which were expected
         but did not occur (with the first such example's reproducer)."""
         known = self.known.setdefault(nodeid, Counter())
@@ -63,48 +105,47 @@ class SuiteRun:
             for entry_id in outcome.unexpectedly_passing:
                 missing.setdefault(entry_id, [0, result.reproducer])[0] += 1
 
-    def start_item(self) -> None:
-        self._item_started = time.monotonic()
-        self._item_examples = self.examples_done
+    def database_key(self, nodeid: str) -> str:
+        """Hex of the key under which Hypothesis stores the item's examples
+        (computed once pytest's Hypothesis plugin has added the item's
+        digest to the inner function), "" when unknown."""
+        key = self._database_keys.get(nodeid)
+        if key is None:
+            from hypothesis.internal.reflection import function_digest
 
-    def finish_item(self) -> None:
-        """Account an item's whole wall time (Hypothesis' own overhead, the
-        draws, building, converting, checking) against its examples."""
-        self.items_done += 1
-        started = getattr(self, "_item_started", None)
-        if started is not None:
-            self.example_seconds += time.monotonic() - started
-            self.examples_counted += self.examples_done - self._item_examples
-            self._item_started = None
+            inner = self.inner_tests.get(nodeid)
+            key = self._database_keys[nodeid] = function_digest(inner).hex() if inner else ""
+        return key
 
-    def examples_for_next_item(self) -> int:
-        """Fixed count, or what fits the remaining time budget given the
-        measured cost of an example so far (between MIN and MAX)."""
-        from ..options import MAX_BUDGET_EXAMPLES, MIN_EXAMPLES
-
+    def database(self) -> Any:
+        """The example database the suite's items use (None: none)."""
         opts = self.options
-        if opts.examples is not None:
-            return opts.examples
-        remaining_items = max(self.n_items - self.items_done, 1)
-        remaining_time = opts.budget - (time.monotonic() - self.started)
-        if remaining_time <= 0 or self.examples_counted == 0:
-            return MIN_EXAMPLES
-        per_example = self.example_seconds / self.examples_counted
-        fit = int(remaining_time / remaining_items / per_example)
-        return max(MIN_EXAMPLES, min(MAX_BUDGET_EXAMPLES, fit))
+        if opts is not None and not opts.profile.use_database:
+            return None
+        return settings.default.database
 
 
-def item_settings(run: SuiteRun, nodeid: str) -> settings:
-    opts = run.options
-    profile = opts.profile
+def draw_case(data: Any, kind: str, devices: list[str] | None) -> tuple["Recipe", list[int]]:
+    """An example's recipe of ``kind`` and its conversion order: the draws
+    every suite example makes, in this order (crash shrinking replays them)."""
+    from ..strategies import recipes
+
+    recipe = data.draw(recipes(kinds=[kind], family=None, devices=devices), label="recipe")
+    order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
+    return recipe, order
+
+
+def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None = None
+                  ) -> settings:
+    profile = run.options.profile if run.options is not None else None
     kwargs: dict[str, Any] = dict(
-        max_examples=run.examples_for_next_item(),
+        max_examples=max_examples,
         deadline=None,
-        derandomize=profile.derandomize,
+        derandomize=profile.derandomize if derandomize is None and profile else bool(derandomize),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                               HealthCheck.filter_too_much],
+                               HealthCheck.filter_too_much, HealthCheck.differing_executors],
     )
-    if not profile.use_database:
+    if profile is not None and not profile.use_database:
         kwargs["database"] = None
     return settings(**kwargs)
 
@@ -114,16 +155,67 @@ def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
 
     With ``run`` None (as imported from the suite module) it uses default
     settings; the plugin swaps in a per-item version built with the run's
-    options before the item runs.
+    options before the item runs: one Hypothesis run of the fixed number of
+    examples, or rounds that spend the item's share of the time budget.
     """
 
-    @given(data=st.data())
     def test_fidelity(metafidelity_item: SuiteItem, data: Any) -> None:
         run_example(run, metafidelity_item, data, nodeid)
 
-    if run is not None:
-        test_fidelity = item_settings(run, nodeid)(test_fidelity)
-    return test_fidelity
+    if run is None:
+        return given(data=st.data())(test_fidelity)
+    run.inner_tests[nodeid] = test_fidelity
+    if run.budget is None:
+        assert run.options is not None and run.options.examples is not None
+        return item_settings(run, run.options.examples)(given(data=st.data())(test_fidelity))
+    return _budget_rounds(run, nodeid, test_fidelity)
+
+
+def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> Any:
+    """An item that spends its slice of the budget in rounds.  Every round
+    wraps the same inner function, so they share its database key (and the
+    per-item digest pytest's Hypothesis plugin adds to it)."""
+    budget = run.budget
+    assert budget is not None
+    base_seed = _base_seed(run)
+
+    def rounds(metafidelity_item: SuiteItem) -> None:
+        spending = run.spending[nodeid] = budget.start_item()
+        while True:
+            examples = budget.next_round(spending)
+            if examples == 0:
+                return
+            test = given(data=st.data())(inner)
+            if spending.rounds:  # later rounds: fresh examples
+                test = seed(hash((base_seed, nodeid, spending.rounds)) & 0xFFFFFFFF)(test)
+                test = item_settings(run, examples, derandomize=False)(test)
+            else:
+                test = item_settings(run, examples)(test)
+            covered = len(run.coverage.get(nodeid, ()))
+            done, started = run.examples_done, budget.now()
+            try:
+                test(metafidelity_item)
+            finally:
+                budget.finish_round(spending, run.examples_done - done, budget.now() - started,
+                                    len(run.coverage.get(nodeid, ())) > covered)
+
+    first = given(data=st.data())(inner)
+    # Lets pytest's Hypothesis plugin treat the item as a Hypothesis test
+    # (statistics, the per-item database key on the shared inner function).
+    rounds.hypothesis = first.hypothesis  # type: ignore[attr-defined]
+    rounds.is_hypothesis_test = True  # type: ignore[attr-defined]
+    return rounds
+
+
+def _base_seed(run: SuiteRun) -> int:
+    from hypothesis import core
+
+    if core.global_force_seed is not None:
+        return int(core.global_force_seed) if str(core.global_force_seed).isdigit() else hash(
+            core.global_force_seed)
+    if run.options is not None and run.options.profile.derandomize:
+        return 0
+    return random.getrandbits(64)
 
 
 def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -> None:
@@ -151,32 +243,59 @@ def quiet_torch_notices() -> Iterator[None]:
 
 
 def _run_example(
-    run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str, opts: Any, devices: Any
+    run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str,
+    opts: "SuiteOptions | None", devices: list[str] | None
 ) -> None:
+    from ..checks import all_checks
     from ..faithful import FAILED, FidelityError, check_faithful
-    from ..strategies import recipes
+    from ..reproducer import reproducer_source
 
-    recipe = data.draw(recipes(kinds=[item.kind], family=None, devices=devices), label="recipe")
-    order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
+    recipe, order = draw_case(data, item.kind, devices)
     program = _draw_program(data, recipe, opts)
-    with recipe.active_contexts() as namespace:
-        tensors = recipe.build_in(namespace)
-        result = check_faithful(
-            *tensors,
-            converters=[item.converter],
-            checks=list(opts.checks) if opts else None,
-            order=order,
-            strict=opts.strict if opts else False,
-            program=program,
-        )
+    checks = list(opts.checks) if opts and opts.checks != tuple(all_checks()) else None
+    journal = run.journal if run is not None else None
+    if journal is not None:
+        journal.begin(JournalEntry(
+            RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
+            devices=devices, order=list(order), choices=encode_choices(data),
+            recipe=reproducer_source(recipe, converters=[item.converter], checks=checks,
+                                     order=order, program=program),
+            database_key=run.database_key(nodeid),
+            example=run.tallies.get(nodeid, Counter())["examples"],
+        ))
+    try:
+        with recipe.active_contexts() as namespace:
+            tensors = recipe.build_in(namespace)
+            result = check_faithful(
+                *tensors,
+                converters=[item.converter],
+                checks=checks,
+                order=order,
+                strict=opts.strict if opts else False,
+                program=program,
+            )
+    except SystemExit as e:
+        if run is not None:
+            run.tallies.setdefault(nodeid, Counter())["examples"] += 1
+        raise ExampleCrashed(e.code, reproducer_source(
+            recipe, converters=[item.converter], checks=checks, order=order,
+            program=program)) from None
+    finally:
+        if journal is not None:
+            journal.end()
     if run is not None:
         run.examples_done += 1
         digest = run.digests.setdefault(nodeid, hashlib.sha256())
         digest.update(f"{recipe.to_python()}{order}{program or ''}".encode())
         tally = run.tallies.setdefault(nodeid, Counter())
         tally["examples"] += 1
+        covered = run.coverage.setdefault(nodeid, set())
         for outcome in result.outcomes:
             tally[outcome.status] += 1
+            covered.add(outcome.status)
+            covered.update(entry_id for entry_id, _ in outcome.known)
+        events = getattr(getattr(data, "conjecture_data", None), "events", None) or {}
+        covered.update(f"{k}={v}" for k, v in events.items())
         run.record_entries(nodeid, result)
     if any(o.status == FAILED for o in result.outcomes):
         raise FidelityError(result)

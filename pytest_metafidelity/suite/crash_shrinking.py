@@ -1,0 +1,193 @@
+"""Shrinking crashed and hung cases: Hypothesis, with each candidate run in a
+child process.
+
+A crash cannot be shrunk in the process it kills.  At the end of a run the
+controller replays each crash's choice sequence (from its journal) through
+the same draws the suite makes (:func:`..runner.draw_case`) and lets
+Hypothesis shrink it; each candidate's reproducer runs in a child forked
+from a *zygote* -- a process that has imported torch and this package but
+run no torch op, so forking it is safe and a candidate costs milliseconds
+of start-up rather than a second of imports.  A candidate counts when its
+child ends the same way (the same signal, the same exit status, or hung).
+Shrinking is capped by ``--metafidelity-shrink-crashes`` seconds for the
+whole run; the report says, per crash, how far it got and whether the
+final reproducer crashed standalone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..child import Ending
+
+if TYPE_CHECKING:
+    from ..options import SuiteOptions
+    from ..report import Collector
+
+
+class Zygote:
+    """A child Python that forks a grandchild per reproducer it is sent."""
+
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_metafidelity.suite.crash_shrinking", "--zygote"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1,
+            cwd=os.getcwd())
+
+    def run(self, source: str, timeout: float) -> Ending:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps({"source": source, "timeout": timeout}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("the crash-shrinking zygote process died")
+        return Ending(**json.loads(line))
+
+    def close(self) -> None:
+        if self.process.stdin:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def __enter__(self) -> "Zygote":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def zygote_main() -> None:
+    """The zygote's loop: a JSON request per line in, an Ending per line out."""
+    import dataclasses
+    import warnings
+
+    from ..child import run_in_child
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import torch  # noqa: F401  (imported once, before any fork)
+
+        import pytest_metafidelity.faithful  # noqa: F401
+    for line in sys.stdin:
+        request = json.loads(line)
+        source = request["source"]
+
+        def run_source(source: str = source) -> None:
+            exec(compile(source, "<metafidelity reproducer>", "exec"), {"__name__": "__main__"})
+
+        ending = run_in_child(run_source, float(request["timeout"]))
+        sys.stdout.write(json.dumps(dataclasses.asdict(ending)) + "\n")
+        sys.stdout.flush()
+
+
+def same_ending(record: dict[str, Any], ending: Ending) -> bool:
+    """Did a candidate end the way the recorded crash did?"""
+    if record["status"] == "hung":
+        return ending.hung
+    if record.get("signal"):
+        return ending.signal == record["signal"]
+    if record.get("exit_status") is not None:
+        return ending.exit_status == record["exit_status"] and ending.signal is None
+    return ending.crashed
+
+
+def shrink_crashes(collector: "Collector", opts: "SuiteOptions", directory: str) -> None:
+    """Shrink every distinct crash of the run within ``opts.shrink_crashes``
+    seconds in all; each record gets a ``shrinking`` note and ``reproduces``."""
+    from ..child import CAN_FORK
+    from .crashes import write_reproducer
+
+    crashes = [c for c in collector.unique_crashes() if c.get("choices")]
+    if not crashes:
+        return
+    if not CAN_FORK:
+        for record in crashes:
+            record["shrinking"] = "not shrunk: needs os.fork (POSIX)"
+        return
+    deadline = time.monotonic() + opts.shrink_crashes
+    with Zygote() as zygote:
+        for record in crashes:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                record["shrinking"] = "not shrunk: the run's shrinking time was used up"
+                continue
+            shrink_one(record, zygote, left, opts)
+            record["reproducer_file"] = write_reproducer(record, directory)
+            record["replay"] = f"python {record['reproducer_file']}"
+
+
+def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
+               opts: "SuiteOptions") -> None:
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import strategies as st
+    from hypothesis.database import InMemoryExampleDatabase
+
+    from ..reproducer import reproducer_source
+    from .runner import draw_case, quiet_torch_notices
+
+    started = time.monotonic()
+    case_timeout = max(min(record.get("timeout") or 60.0, seconds), 1.0)
+    lines_before = record["reproducer"].count("\n")
+    best: list[str] = []  # the smallest reproducer that ended the same way
+    tried = [0]
+    capped = [False]
+
+    class Reproduced(Exception):
+        pass
+
+    def candidate(data: Any) -> None:
+        with quiet_torch_notices():
+            recipe, order = draw_case(data, record["kind"], record.get("devices"))
+        source = reproducer_source(recipe, converters=[record["converter"]],
+                                   checks=record.get("checks"), order=order)
+        if best and source == best[0]:
+            raise Reproduced()
+        if time.monotonic() - started > seconds:
+            capped[0] = True
+            return
+        tried[0] += 1
+        if same_ending(record, zygote.run(source, case_timeout)):
+            if not best or (len(source), source) < (len(best[0]), best[0]):
+                best[:] = [source]
+            raise Reproduced()
+
+    key = record["signature"].encode()
+    database = InMemoryExampleDatabase()
+    database.save(key, bytes.fromhex(record["choices"]))
+    test = settings(database=database, phases=[Phase.reuse, Phase.shrink], max_examples=1,
+                    deadline=None, report_multiple_bugs=False, derandomize=False,
+                    suppress_health_check=list(HealthCheck))(given(data=st.data())(candidate))
+    # The key Hypothesis replays from (as hypothesis.find sets it): explicit,
+    # so a --hypothesis-seed in force does not switch the database off.
+    test._hypothesis_internal_database_key = key  # type: ignore[attr-defined]
+    try:
+        test()
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # Reproduced, or Flaky once the time cap stopped candidates
+        pass
+    took = time.monotonic() - started
+    if best:
+        record["reproducer"] = best[0]
+        record["reproduces"] = True
+        record["shrinking"] = (
+            f"shrunk from {lines_before} to {best[0].count(chr(10))} lines: {tried[0]} "
+            f"candidate(s) run in child processes in {took:.1f} s"
+            + (" (stopped by the time cap)" if capped[0] else ""))
+    else:
+        ending = zygote.run(record["reproducer"], case_timeout)
+        record["reproduces"] = same_ending(record, ending)
+        record["shrinking"] = (
+            "not shrunk: replaying its choices drew a case that did not end the same way "
+            f"(the recorded reproducer {ending.describe()} in a child process)")
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--zygote"]:
+    zygote_main()

@@ -1,0 +1,230 @@
+"""Runs that lose nothing: native crashes, exits and hangs become reported
+cases with reproducers, and the run goes on (issue: crash-proof runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# Converters made to die on purpose, on some inputs only: views with a
+# nonzero storage offset.  Built on ``meta``, whose other outcomes on the
+# ``view`` kind are all clean, so every failure below is the crash's.
+CRASHY = textwrap.dedent(
+    '''
+    import ctypes
+    import os
+    import time
+
+    from pytest_metafidelity.converters import MetaConverterAdapter, register_converter
+
+
+    def _hits(t):
+        return t._is_view() and t.storage_offset() != 0
+
+
+    class Segfaulting(MetaConverterAdapter):
+        """meta, but reads address 0 (SIGSEGV) on offset views."""
+        name = "segfaulting"
+
+        def _convert(self, t):
+            if _hits(t):
+                ctypes.string_at(0)
+            return super()._convert(t)
+
+
+    class Aborting(MetaConverterAdapter):
+        """meta, but aborts (SIGABRT) on offset views."""
+        name = "aborting"
+
+        def _convert(self, t):
+            if _hits(t):
+                os.abort()
+            return super()._convert(t)
+
+
+    class Exiting(MetaConverterAdapter):
+        """meta, but raises SystemExit(3) on offset views."""
+        name = "exiting"
+
+        def _convert(self, t):
+            if _hits(t):
+                raise SystemExit(3)
+            return super()._convert(t)
+
+
+    class Hanging(MetaConverterAdapter):
+        """meta, but sleeps for an hour on offset views."""
+        name = "hanging"
+
+        def _convert(self, t):
+            if _hits(t):
+                time.sleep(3600)
+            return super()._convert(t)
+
+
+    for cls in (Segfaulting, Aborting, Exiting, Hanging):
+        register_converter(cls)
+    '''
+)
+DYING = ("segfaulting", "aborting", "exiting", "hanging")
+# How each converter's reproducer must end when run standalone.
+EXPECTED_RETURNCODE = {"segfaulting": -signal.SIGSEGV, "aborting": -signal.SIGABRT,
+                       "exiting": 3}
+COMMON = ["--metafidelity", "--metafidelity-kinds=view,dense", "--metafidelity-examples=25",
+          "--metafidelity-example-timeout=4", "--metafidelity-shrink-crashes=20",
+          "--hypothesis-seed=3", "-p", "no:cacheprovider",
+          "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+@pytest.fixture
+def crashy(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(crashy_converters=CRASHY)
+    pytester.makeconftest("import crashy_converters  # noqa: F401")
+    return pytester
+
+
+def _standalone(path: str, cwd: str, timeout: float) -> int | None:
+    """The return code of running a reproducer file on its own (None: it
+    was still running after ``timeout`` seconds)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    try:
+        return subprocess.run([sys.executable, path], cwd=cwd, env=env, timeout=timeout,
+                              capture_output=True).returncode
+    except subprocess.TimeoutExpired:
+        return None
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["default", "n2"])
+def test_every_crash_is_reported_with_a_reproducer_and_every_item_runs(
+    crashy: pytest.Pytester, workers: list[str]
+) -> None:
+    report = crashy.path / "report.json"
+    converters = ",".join(("meta", *DYING))
+    result = crashy.runpytest_subprocess(
+        *COMMON, f"--metafidelity-converters={converters}", f"--metafidelity-report={report}",
+        # Recorded crashes do not count against xdist's restart limit.
+        "--max-worker-restart=1", *workers,
+    )
+    assert result.ret == 1
+    doc = json.loads(report.read_text())
+    items = {(i["kind"], i["converter"]): i for i in doc["items"]}
+    # Every item ran and is in the JSON report and in the table.
+    assert set(items) == {(k, c) for k in ("view", "dense") for c in ("meta", *DYING)}
+    out = result.stdout.str()
+    for kind, converter in items:
+        assert any(line.split()[:2] == [kind, converter] for line in out.splitlines())
+    assert "maximum crashed workers reached" not in out
+
+    for converter in DYING:
+        item = items[("view", converter)]
+        (crash,) = item["crashes"]
+        status = "hung" if converter == "hanging" else "crashed"
+        assert crash["status"] == status and item["counts"][status] == 1
+        assert item["outcome"] == "failed"
+        if converter in ("segfaulting", "aborting"):
+            assert crash["signal"] == {"segfaulting": "SIGSEGV", "aborting": "SIGABRT"}[converter]
+            assert "crashy_converters.py" in crash["frames"]  # faulthandler's last frames
+        if converter == "exiting":
+            assert crash["exit_status"] == 3
+        if converter == "hanging":
+            assert "crashy_converters.py" in crash["frames"] and crash["timeout"] == 4
+        source = open(crash["reproducer_file"]).read()
+        assert f"converters=[{converter!r}]" in source and "import crashy_converters" in source
+        code = _standalone(crash["reproducer_file"], str(crashy.path), timeout=20)
+        if converter == "hanging":
+            assert code is None  # it hangs standalone too
+        else:
+            assert code == EXPECTED_RETURNCODE[converter], (converter, code)
+    # The clean items stay clean: the crashes did not leak into other items.
+    assert items[("view", "meta")]["outcome"] == "passed"
+    assert {c["signature"] for c in doc["crashes"]} == {
+        c["signature"] for i in doc["items"] for c in i["crashes"]}
+    for line in ("*metafidelity: 4 crash(es) and hang(s)*", "*crashed (SIGSEGV)*",
+                 "*crashed (SIGABRT)*", "*crashed (exit status 3)*", "*hung (no result within 4*"):
+        result.stdout.fnmatch_lines([line])
+
+
+def test_a_crash_is_replayed_first_by_the_next_run(crashy: pytest.Pytester) -> None:
+    args = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=segfaulting",
+            "--metafidelity-examples=40", "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider"]
+    first = crashy.runpytest_subprocess(*args, f"--metafidelity-report={crashy.path / 'a.json'}")
+    assert first.ret == 1
+    (crash,) = json.loads((crashy.path / "a.json").read_text())["crashes"]
+    assert crash["saved_to_database"] is True  # the dev profile's example database
+    second = crashy.runpytest_subprocess(*args, f"--metafidelity-report={crashy.path / 'b.json'}")
+    assert second.ret == 1
+    (again,) = json.loads((crashy.path / "b.json").read_text())["crashes"]
+    assert again["example"] == 0  # the first example of the next run is the saved case
+    assert again["signal"] == "SIGSEGV"
+
+
+def test_in_process_crash_is_reported_by_the_next_run(crashy: pytest.Pytester) -> None:
+    args = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-examples=40",
+            "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider", "-n", "0"]
+    died = crashy.runpytest_subprocess(*args, "--metafidelity-converters=segfaulting")
+    assert died.ret == -signal.SIGSEGV  # -n 0: nothing isolates the suite
+    report = crashy.path / "report.json"
+    after = crashy.runpytest_subprocess(*args, "--metafidelity-converters=meta",
+                                        f"--metafidelity-report={report}")
+    after.stdout.fnmatch_lines(["*[[]crashed[]] view through segfaulting: crashed (SIGSEGV) "
+                                "(in an earlier run that died)*"])
+    (crash,) = json.loads(report.read_text())["crashes"]
+    assert crash["earlier_run"] and _standalone(crash["reproducer_file"], str(crashy.path),
+                                                20) == -signal.SIGSEGV
+
+
+def test_crashes_are_shrunk_in_child_processes(pytester: pytest.Pytester) -> None:
+    # Dies on any view with 4 or more elements: the first crash found is
+    # rarely the smallest.
+    pytester.makepyfile(big_crash=textwrap.dedent(
+        '''
+        import ctypes
+        from pytest_metafidelity.converters import MetaConverterAdapter, register_converter
+
+        class BigViews(MetaConverterAdapter):
+            """meta, but segfaults on views of 4 or more elements."""
+            name = "big-views"
+
+            def _convert(self, t):
+                if t._is_view() and t.numel() >= 4:
+                    ctypes.string_at(0)
+                return super()._convert(t)
+
+        register_converter(BigViews)
+        '''))
+    pytester.makeconftest("import big_crash  # noqa: F401")
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=big-views",
+        "--metafidelity-examples=60", "--metafidelity-shrink-crashes=60", "--hypothesis-seed=11",
+        f"--metafidelity-report={report}", "-p", "no:cacheprovider")
+    assert result.ret == 1
+    (crash,) = json.loads(report.read_text())["crashes"]
+    assert crash["shrinking"].startswith("shrunk from"), crash["shrinking"]
+    assert crash["reproduces"] is True
+    assert _standalone(crash["reproducer_file"], str(pytester.path), 20) == -signal.SIGSEGV
+    result.stdout.fnmatch_lines(["*shrinking: shrunk from * candidate(s) run in child processes*"])
+
+
+def test_a_budget_is_spent(pytester: pytest.Pytester) -> None:
+    report = pytester.path / "report.json"
+    budget = 10.0
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta,fake",
+        f"--metafidelity-budget={budget}", f"--metafidelity-report={report}",
+        "-p", "no:cacheprovider")
+    assert result.ret == 0
+    items = json.loads(report.read_text())["items"]
+    spent = sum(i["spending"]["seconds"] for i in items)
+    assert spent >= 0.8 * budget, [i["spending"] for i in items]
+    # Past the old 50-example cap, in rounds.
+    assert max(i["counts"]["examples"] for i in items) > 50
+    assert sum(i["spending"]["rounds"] for i in items) > len(items)
+    result.stdout.fnmatch_lines(["metafidelity: 2 items, * examples (*/s) in * s of items' time, "
+                                 "* rounds*"])
