@@ -502,15 +502,19 @@ FOLLOWS = "follows from a known difference"
 
 
 def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
-    """The number of elements of the real tensor each difference is on (None
+    """(elements, shape) of the real tensor each difference is on (None
     where there is none)."""
+    from ._util import resolve
+
+    conv = Conversion(tuple(namespace), tuple(namespace.values()), tuple(namespace.values()),
+                      None)
     out = []
     for m in differs:
-        t = namespace.get(m.path.split(".")[0])
+        t = resolve(conv, m.path)
         try:
-            out.append(int(t.numel()))
+            out.append((int(t.numel()), tuple(t.shape)))
         except Exception:
-            out.append(None)
+            out.append((None, None))
     return out
 
 
@@ -524,10 +528,11 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
-        for m, numel in zip(differs, numels):
-            # (attribute, real, fake, elements of the real tensor): what the
-            # behaviour entries of the known-difference registry read
-            _record(conv, "behaviour_differences", (m.attribute, str(m.real), str(m.fake), numel))
+        for m, (numel, shape) in zip(differs, numels):
+            # (attribute, real, fake, elements and shape of the real tensor):
+            # what the behaviour entries of the known-difference registry read
+            _record(conv, "behaviour_differences",
+                    (m.attribute, str(m.real), str(m.fake), numel, shape))
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")

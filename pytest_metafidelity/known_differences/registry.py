@@ -1471,6 +1471,42 @@ def _zero_element_view_entry() -> KnownDifference:
 
 
 _BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
+
+
+def _only_degenerate_strides(d: tuple) -> bool:
+    """A recorded stride() difference only on dimensions of size 1 (or of a
+    tensor with no elements), where a stride moves through no memory."""
+    import ast
+
+    if d[0] != "stride()" or d[4] is None:
+        return False
+    real, fake = ast.literal_eval(d[1]), ast.literal_eval(d[2])
+    if d[3] == 0:
+        return True
+    return len(real) == len(fake) == len(d[4]) and all(
+        a == b or n == 1 for a, b, n in zip(real, fake, d[4]))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-degenerate-strides",
+    check="behaviour",
+    attribute=r"stride\(\)",
+    applies=_behaviour_recorded("behaviour_differences", _only_degenerate_strides),
+    reason=(
+        "strides of dimensions of size 1 (or of a tensor with no elements) move through no "
+        "memory; the strides fake and meta kernels give them (a view's, a gradient's after "
+        "backward) may differ from eager's, depending on the dispatch cache's history -- the "
+        "operator difference op:degenerate-strides, which the control does not always show"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "assert torch.empty_strided((0,), (4,)).view(-1).stride() == (4,)\n"
+        "with FakeTensorMode():\n"
+        "    assert torch.empty_strided((0,), (4,)).view(-1).stride() == (1,)\n"
+    ),
+))
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-storage-sized-to-tensors",
     check="behaviour",
