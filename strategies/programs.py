@@ -290,13 +290,30 @@ def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     return ch.pick(others) if others and ch.boolean() else n
 
 
+def _zeroable(t: Any) -> bool:
+    import torch
+
+    if t.is_inference() and not torch.is_inference_mode_enabled():
+        return False
+    try:
+        torch.empty(1, dtype=t.dtype).zero_()
+    except Exception:
+        return False
+    return True
+
+
 def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     from pytest_metafidelity.converters import storage_too_small
 
-    size = ch.integer(0, _storage_elements(t) + 4)
+    room = max(_storage_elements(t) - t.storage_offset(), 0)
+    # Growing the storage leaves new elements uninitialized, so a growing
+    # resize_ is followed by zero_(); where zero_ cannot run (an inference
+    # tensor outside inference mode, a dtype without the kernel) it stays
+    # within the storage.
+    size = ch.integer(0, room + 4 if _zeroable(t) else room)
     # (resize_ to the sizes a tensor already has does not grow a storage
     # that was shrunk under it: zeroing it then writes past its end.)
-    if size + t.storage_offset() > _storage_elements(t) and not storage_too_small(t):
+    if size > room and not storage_too_small(t):
         # Growing the storage leaves new elements uninitialized: give them values.
         return f"{n}.resize_({size}).zero_()"
     return f"{n}.resize_({size})"
