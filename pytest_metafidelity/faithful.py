@@ -155,10 +155,24 @@ def check_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
+    program: Any = None,
+    programs: int = 0,
 ) -> FidelityResult:
     """Convert ``tensors`` with each converter (default: every converter
     this torch can run) and run ``checks`` (default: all); known differences
-    are applied unless ``strict``.  See the module docstring for statuses."""
+    are applied unless ``strict``.  See the module docstring for statuses.
+
+    ``program``: a program (source text, or a ``Program``) the ``behaviour``
+    check runs on the real and the converted tensors.  ``programs=N``: also
+    run ``behaviour`` with N seeded random programs, each on a fresh
+    conversion (:mod:`.program_runs`)."""
+    if programs:
+        from .program_runs import check_with_programs
+
+        if program is not None:
+            raise ValueError("give program= (one program) or programs=N (random ones), not both")
+        return check_with_programs(tensors, programs, converters=converters, checks=checks,
+                                   order=order, strict=strict)
     if isinstance(converters, str):
         converters = [converters]
     converters = list(converters or available_converters())
@@ -175,17 +189,23 @@ def check_faithful(
         names = recipe.outputs
     except Exception as e:  # a tensor the describer cannot read: no reproducer
         recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
+    if program is not None:
+        from .program_runs import as_program
+
+        program = as_program(program, names)
     outcomes = []
     for name in converters:
-        outcomes.append(_one_converter(name, names, tensors, checks, order, strict))
+        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
     return FidelityResult(outcomes, functools.partial(
-        _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order))
+        _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
+        program))
 
 
 def _reproducer(recipe: Any, outcomes: list[Outcome], converters: list[str],
-                checks: Sequence[str] | None, order: list[int]) -> str:
-    """The reproducer of a result: the failing converters (else all) and
-    the checks that found something (else the checks asked for)."""
+                checks: Sequence[str] | None, order: list[int], program: Any = None) -> str:
+    """The reproducer of a result: the failing converters (else all), the
+    checks that found something (else the checks asked for) and the program
+    up to its first differing step."""
     failing = [o.converter for o in outcomes if o.status == FAILED] or converters
     # "conversion" (the converter raised) is not a check: it happens whatever
     # the checks, so a reproducer of only that runs no check at all.
@@ -195,7 +215,18 @@ def _reproducer(recipe: Any, outcomes: list[Outcome], converters: list[str],
         checks if not found else [next(iter(registry))])
     if isinstance(recipe, Exception):
         return f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
-    return reproducer_source(recipe, converters=failing, checks=failing_checks, order=order)
+    return reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
+                             program=_program_shown(program, outcomes))
+
+
+def _program_shown(program: Any, outcomes: Sequence[Outcome]) -> Any:
+    """The program for the reproducer: up to its first differing step."""
+    if program is None:
+        return None
+    from .checks.behaviour import first_differing_step
+
+    first = first_differing_step([m for o in outcomes for m in o.mismatches])
+    return program if first is None else program.prefix(first + 1)
 
 
 def _checks_run(checks: Sequence[str] | None) -> set[str]:
@@ -212,7 +243,7 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
 
 def _one_converter(
     name: str, names: Sequence[str], tensors: Sequence[Any], checks: Sequence[str] | None,
-    order: Sequence[int], strict: bool = False,
+    order: Sequence[int], strict: bool = False, program: Any = None,
 ) -> Outcome:
     from .checks.purity import capture
 
@@ -230,7 +261,7 @@ def _one_converter(
             probes: list[Any] = []
             converted = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
                                    order=tuple(order), before=before, after=after,
-                                   release_probes=probes)
+                                   release_probes=probes, program=program)
             del fakes
             mismatches = run_checks(converted, list(checks) if checks else None)
             outcome = _judge(name, mismatches, converted, _checks_run(checks), strict)
@@ -304,6 +335,8 @@ def assert_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
+    program: Any = None,
+    programs: int = 0,
 ) -> FidelityResult:
     """Like :func:`check_faithful`, but raise :class:`FidelityError` listing
     every broken invariant, real vs fake, and a runnable reproducer.  Known
@@ -311,7 +344,7 @@ def assert_faithful(
     unexpectedly warns :class:`~.known_differences.UnexpectedlyPassing`
     (``strict=True``: fails)."""
     result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
-                            strict=strict)
+                            strict=strict, program=program, programs=programs)
     if not result.ok:
         raise FidelityError(result)
     if result.unexpectedly_passing:

@@ -136,18 +136,35 @@ def reproducer_source(
     converters: Sequence[str],
     checks: Sequence[str] | None,
     order: Sequence[int] | None = None,
+    program: Any = None,
 ) -> str:
-    """A standalone script: rebuild the tensors, then run the same check."""
+    """A standalone script: rebuild the tensors, then run the same check
+    (with ``program``, a ``behaviour`` program: its source is printed
+    between the recipe and the conversion)."""
     args = ", ".join(recipe.outputs)
     extra = f", checks={list(checks)!r}" if checks else ""
     if order is not None and list(order) != list(range(len(recipe.outputs))):
         extra += f", order={list(order)!r}"
+    steps = ""
+    if program is not None and getattr(program, "steps", ()):
+        steps = ("\nfrom pytest_metafidelity.strategies.programs import Program\n"
+                 f"program = Program.parse({_quoted(program.source)}, "
+                 f"inputs={list(program.inputs)!r})\n")
+        extra += ", program=program"
     epilogue = (
-        "\n" + converter_imports(converters)
+        f"{steps}\n" + converter_imports(converters)
         + "from pytest_metafidelity import assert_faithful\n"
         f"assert_faithful({args}, converters={list(converters)!r}{extra})"
     )
     return recipe.to_python(epilogue=epilogue)
+
+
+def _quoted(source: str) -> str:
+    """``source`` as a readable Python string literal (a triple-quoted block
+    where it can be)."""
+    if "'''" in source or "\\" in source:
+        return repr(source)
+    return "'''\n" + source + "\n'''"
 
 
 def converter_imports(converters: Sequence[str]) -> str:

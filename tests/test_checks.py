@@ -15,7 +15,7 @@ from pytest_metafidelity.converters import CONVERTERS, ConverterSpec, make_conve
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED, check_faithful
 
 CHECK_NAMES = ["metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse",
-               "wrappers", "purity"]
+               "wrappers", "purity", "behaviour"]
 
 
 def test_every_check_is_registered_with_a_stable_name_and_summary() -> None:

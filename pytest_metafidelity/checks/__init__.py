@@ -11,7 +11,8 @@ invariant holds.
 ``storage`` (storage sizes), ``memo`` (same object again; released),
 ``autograd`` (creation_meta, non-leaves, grad_dtype, retains_grad),
 ``sparse`` (sparse structure), ``wrappers`` (functional, functorch,
-subclasses; inner tensors recursively), ``purity`` (no side effects).
+subclasses; inner tensors recursively), ``purity`` (no side effects),
+``behaviour`` (a program of views, in-place ops and autograd acts alike).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, Callable, Iterator
 # Modules defining checks, in report order.
 CHECK_MODULES = (
     "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
-    "purity",
+    "purity", "behaviour",
 )
 
 
@@ -79,6 +80,7 @@ class Conversion:
     after: Any = None
     inner: bool = False
     release_probes: list[Callable[[], list["Mismatch"]]] | None = None
+    program: Any = None
 
     def pairs(self) -> Iterator[tuple[str, Any, Any]]:
         return iter(zip(self.names, self.real, self.fake))
@@ -116,7 +118,9 @@ def all_checks() -> dict[str, CheckSpec]:
         _loaded = True
         for module in CHECK_MODULES:
             importlib.import_module(f"{__name__}.{module}")
-    return dict(_CHECKS)
+    # In CHECK_MODULES order, whichever module was imported first.
+    rank = {f"{__name__}.{m}": i for i, m in enumerate(CHECK_MODULES)}
+    return dict(sorted(_CHECKS.items(), key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
 
 
 def run_checks(conversion: Conversion, names: list[str] | None = None) -> list[Mismatch]:

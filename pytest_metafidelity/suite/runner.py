@@ -274,6 +274,7 @@ def _run_example(
     from ..reproducer import reproducer_source
 
     recipe, order = draw_case(data, item.kind, devices)
+    program = _draw_program(data, recipe, opts)
     checks = list(opts.checks) if opts and opts.checks != tuple(all_checks()) else None
     journal = run.journal if run is not None else None
     if journal is not None:
@@ -281,7 +282,7 @@ def _run_example(
             RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
             devices=devices, order=list(order), choices=encode_choices(data),
             recipe=reproducer_source(recipe, converters=[item.converter], checks=checks,
-                                     order=order),
+                                     order=order, program=program),
             database_key=run.database_key(nodeid),
             example=run.tallies.get(nodeid, Counter())["examples"],
         ))
@@ -294,19 +295,21 @@ def _run_example(
                 checks=checks,
                 order=order,
                 strict=opts.strict if opts else False,
+                program=program,
             )
     except SystemExit as e:
         if run is not None:
             run.tallies.setdefault(nodeid, Counter())["examples"] += 1
         raise ExampleCrashed(e.code, reproducer_source(
-            recipe, converters=[item.converter], checks=checks, order=order)) from None
+            recipe, converters=[item.converter], checks=checks, order=order,
+            program=program)) from None
     finally:
         if journal is not None:
             journal.end()
     if run is not None:
         run.examples_done += 1
         digest = run.digests.setdefault(nodeid, hashlib.sha256())
-        digest.update(f"{recipe.to_python()}{order}".encode())
+        digest.update(f"{recipe.to_python()}{order}{program or ''}".encode())
         tally = run.tallies.setdefault(nodeid, Counter())
         tally["examples"] += 1
         covered = run.coverage.setdefault(nodeid, set())
@@ -319,3 +322,13 @@ def _run_example(
         run.record_entries(nodeid, result)
     if any(o.status == FAILED for o in result.outcomes):
         raise FidelityError(result)
+
+
+def _draw_program(data: Any, recipe: Any, opts: Any) -> Any:
+    """The ``behaviour`` check's program, when that check runs (none is
+    drawn where programs do not apply to the recipe's kind)."""
+    if opts is not None and "behaviour" not in opts.checks:
+        return None
+    from ..strategies.programs import programs
+
+    return data.draw(programs(recipe), label="program")

@@ -1,0 +1,582 @@
+"""`behaviour`: the converted tensors act like the real ones under a program.
+
+Every other check compares real and converted tensors at one instant, right
+after conversion; ``torch.compile`` then *runs* a program on the fakes.
+This check runs a short program (:mod:`pytest_metafidelity.strategies.programs`:
+views, in-place ops, autograd, under no_grad / inference_mode /
+enable_grad) on both sides in lockstep and, after every step, requires:
+
+* the step raised on both sides or on neither, with the same exception class;
+* for every live tensor (the tensors under test and the tensors the program
+  made, with what they reach), the fields the ``oracle`` and ``aliasing``
+  checks compare -- their own code runs on the live tensors -- including,
+  for converters that carry real tensors, the carried tensors' values;
+* the same ``_version`` bumps.
+
+Differences already present before the first step are the instantaneous
+checks' business (and the known differences'): only the differences a step
+introduces count.  The real side runs on a copy rebuilt from the tensors'
+recipe (their storages' bytes copied over), so neither side may change the
+user's tensors: after the program they must be exactly as before (values,
+version, metadata; the ``purity`` reading).
+
+Conversion bug or operator difference?  When a step differs, the same
+program runs on a *control*: the tensors built by the recipe directly under
+a ``FakeTensorMode`` (on the ``meta`` device for the ``meta`` converter),
+never converted.  If the control differs from the real tensors the same
+way, the difference is the operator's (its meta kernel or fake impl), not
+the conversion's: it is judged against the registry of operator differences
+(:mod:`pytest_metafidelity.known_differences.op_differences`) and reported
+as ``op-difference <id>`` -- a known difference -- or, unregistered, as a
+failing ``op-difference: <attribute>``.  Otherwise it is a conversion bug.
+
+The check needs a program (``Conversion.program``): the suite draws one per
+example, ``assert_faithful(..., programs=N)`` runs N seeded ones, and
+``assert_faithful(..., program=SOURCE)`` replays one.  Without a program,
+or where programs do not apply (sparse layouts, subclasses, functional and
+functorch wrappers, tensors whose recipe cannot rebuild them), it reports
+nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any, Iterator, Sequence
+
+from . import Conversion, Mismatch, check
+from ._util import walk_real
+
+CHECK = "behaviour"
+
+
+@dataclasses.dataclass(frozen=True)
+class StepMismatch(Mismatch):
+    """A difference a program step introduced; ``step`` is its index."""
+
+    step: int = -1
+
+
+def first_differing_step(mismatches: Sequence[Mismatch]) -> int | None:
+    steps = [m.step for m in mismatches if isinstance(m, StepMismatch) and m.step >= 0]
+    return min(steps) if steps else None
+
+
+# -- one side of the lockstep ------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Side:
+    """The tensors a program runs on, and how to run a step on them."""
+
+    namespace: dict[str, Any]
+    live: list[str]
+    mode: Any = None  # entered around each step (a FakeTensorMode), or None
+
+    @classmethod
+    def of(cls, names: Sequence[str], tensors: Sequence[Any], mode: Any = None) -> "Side":
+        import torch
+
+        return cls({"torch": torch, **dict(zip(names, tensors))}, list(names), mode)
+
+    def tensors(self, names: Sequence[str]) -> tuple[Any, ...]:
+        return tuple(self.namespace.get(n) for n in names)
+
+    def run(self, step: Any) -> BaseException | None:
+        from ..strategies.programs import run_step
+
+        with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
+                                         else contextlib.nullcontext()):
+            return run_step(step, self.namespace)
+
+
+@contextlib.contextmanager
+def _quiet_fake_tensor_log() -> Iterator[None]:
+    """FakeTensorMode logs every meta kernel that raises at ERROR level
+    (with its traceback); a step that raises is an outcome here, not news."""
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
+
+
+def _versions(tensors: Sequence[Any]) -> list[Any]:
+    out = []
+    for t in tensors:
+        try:
+            out.append(int(t._version))
+        except Exception:
+            out.append(None)
+    return out
+
+
+def _message(e: BaseException) -> str:
+    """The first line of the message, lower case, without numbers, SymInt
+    names and punctuation."""
+    import re
+
+    first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+    return " ".join(re.sub(r"\b[su]\d+\b|[^a-z ]", " ", first.lower()).split())
+
+
+def same_error(a: BaseException | None, b: BaseException | None) -> bool:
+    """Both None, or errors of one class saying much the same: sizes, SymInt
+    names and the name of the view op (fakes re-create views as
+    ``as_strided``) differ between real and fake messages; which rule was
+    broken does not."""
+    if a is None or b is None:
+        return a is None and b is None
+    if type(a) is not type(b):
+        return False
+    import difflib
+
+    return difflib.SequenceMatcher(None, _message(a), _message(b), autojunk=False).ratio() >= 0.6
+
+
+def _raised(e: BaseException | None) -> str:
+    """``"Type: first line of the message"``, or ``"nothing"``."""
+    if e is None:
+        return "nothing"
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"
+
+
+class _ReadAs:
+    """Stands in for the converter when comparing: its fake device and
+    whether it carries real tensors."""
+
+    def __init__(self, converter: Any, carries_real: bool | None = None) -> None:
+        self.converter = converter
+        self.carries_real = (bool(getattr(converter, "carries_real", False))
+                             if carries_real is None else carries_real)
+        self.symbolic = bool(getattr(converter, "symbolic", False))
+
+    def fake_device(self, real: Any) -> Any:
+        fn = getattr(self.converter, "fake_device", None)
+        return fn(real) if fn is not None else real.device
+
+
+def compare_live(names: Sequence[str], real: Sequence[Any], other: Sequence[Any],
+                 reader: Any) -> list[Mismatch]:
+    """The ``oracle`` and ``aliasing`` checks on the live tensors."""
+    from .aliasing import aliasing_check
+    from .oracle import oracle_check
+
+    conv = Conversion(tuple(names), tuple(real), tuple(other), reader)
+    found: list[Mismatch] = []
+    for fn in (oracle_check, aliasing_check):
+        try:
+            found += fn(conv)
+        except Exception as e:
+            found.append(Mismatch(fn.__name__.removesuffix("_check"), "*", "check raised", "-",
+                                  f"{type(e).__name__}: {e}"))
+    return found
+
+
+# Attributes of partitions: the aliasing check names only the first tensor
+# whose block differs, which a step may change without changing the partition.
+PARTITIONS = ("storage identity", "object identity", "version counter sharing",
+              "carried real_tensor storage identity")
+
+
+def _key(m: Mismatch) -> tuple[str, str]:
+    return ("*" if m.attribute in PARTITIONS else m.path, m.attribute)
+
+
+@dataclasses.dataclass
+class Lockstep:
+    """A program run on the real tensors and on another side, compared
+    after every step against the differences present before the first."""
+
+    names: tuple[str, ...]
+    real: Side
+    other: Side
+    reader: Any
+    baseline: set[tuple[str, str]] = dataclasses.field(default_factory=set)
+    # Tensors whose version counter is shared differently before the first
+    # step (the ``aliasing`` check's business): their bumps are not compared.
+    unshared: set[str] = dataclasses.field(default_factory=set)
+    known_sharing: bool = False
+    # The order the tensors were converted in (known-difference predicates read it).
+    order: tuple[int, ...] | None = None
+
+    def compare(self) -> list[Mismatch]:
+        live = [n for n in self.real.live if n in self.other.live]
+        return compare_live(live, self.real.tensors(live), self.other.tensors(live), self.reader)
+
+    def start(self) -> None:
+        found = self.compare()
+        self.found_at_start = found
+        self.baseline = {_key(m) for m in found}
+        sharing = [m for m in found if m.attribute == "version counter sharing"]
+        if sharing and self._known(sharing):
+            self.known_sharing = True
+            live = self.real.live
+            self.unshared = _version_groups_differ(live, self.real.tensors(live),
+                                                   self.other.tensors(live))
+
+    def _known(self, mismatches: list[Mismatch]) -> bool:
+        """Whether known differences explain every one of ``mismatches``
+        (then what follows from them is not a new difference)."""
+        t = self._triage(mismatches, {"aliasing"})
+        return t is not None and not t.unexplained
+
+    def _triage(self, mismatches: list[Mismatch], checks: set[str]) -> Any:
+        from ..known_differences import triage
+
+        live = [n for n in self.real.live if n in self.other.live]
+        order = self.order if self.order is not None and len(self.order) == len(live) else None
+        conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
+                          self.reader, order=order)
+        name = getattr(getattr(self.reader, "converter", None), "name", "?")
+        try:
+            return triage(name, mismatches, conv, checks)
+        except Exception:
+            return None
+
+    def known_at_start(self) -> dict[str, set[str]]:
+        """Tensor name -> ids of the known differences it (or what it
+        reaches) shows before the first step, by the ``oracle``,
+        ``aliasing`` and ``storage`` readings."""
+        from .autograd import autograd_check
+        from .storage import storage_check
+
+        live = [n for n in self.real.live if n in self.other.live]
+        conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
+                          self.reader, order=self.order)
+        found = list(self.found_at_start)
+        for fn in (storage_check, autograd_check):
+            try:
+                found += fn(conv)
+            except Exception:
+                pass
+        t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
+        known: dict[str, set[str]] = {}
+        for entry_id, m in (t.explained if t is not None else []):
+            known.setdefault(m.path.split(".")[0], set()).add(entry_id)
+            if m.attribute == "version counter sharing":
+                # (the aliasing check names one tensor: all whose counter differs)
+                for name in self.unshared:
+                    known.setdefault(name.split(".")[0], set()).add(entry_id)
+        # A view of a tensor with a known difference carries it too.
+        by_object = {id(self.real.namespace[n]): ids for n, ids in known.items()
+                     if n in self.real.namespace}
+        for n in live:
+            for base in _bases(self.real.namespace.get(n)):
+                if id(base) in by_object:
+                    known.setdefault(n, set()).update(by_object[id(base)])
+        return known
+
+    def step(self, step: Any) -> list[Mismatch]:
+        """Run ``step`` on both sides; the differences it introduced."""
+        import torch
+
+        live = [n for n in self.real.live if n in self.other.live]
+        before_real = _versions(self.real.tensors(live))
+        before_other = _versions(self.other.tensors(live))
+        raised_real = self.real.run(step)
+        raised_other = self.other.run(step)
+        found: list[Mismatch] = []
+        if not same_error(raised_real, raised_other):
+            # What differs afterwards follows from it: the step is the difference.
+            return [Mismatch(CHECK, step.output or "*", "raised", _raised(raised_real),
+                             _raised(raised_other))]
+        out = step.output
+        if out is not None:
+            r, o = self.real.namespace.get(out), self.other.namespace.get(out)
+            if raised_real is None and isinstance(r, torch.Tensor):
+                self.real.live.append(out)
+            if raised_other is None and isinstance(o, torch.Tensor):
+                self.other.live.append(out)
+            if raised_real is None and raised_other is None and (
+                    isinstance(r, torch.Tensor) != isinstance(o, torch.Tensor)):
+                found.append(Mismatch(CHECK, out, "result is a tensor",
+                                      isinstance(r, torch.Tensor), isinstance(o, torch.Tensor)))
+        if self.known_sharing:
+            self.unshared = _version_groups_differ(live, self.real.tensors(live),
+                                                   self.other.tensors(live))
+        for name, a0, b0, a1, b1 in zip(live, before_real, before_other,
+                                        _versions(self.real.tensors(live)),
+                                        _versions(self.other.tensors(live))):
+            if None in (a0, b0, a1, b1) or name in self.unshared:
+                continue
+            if a1 - a0 != b1 - b0:
+                found.append(Mismatch(CHECK, name, "_version bump", a1 - a0, b1 - b0,
+                                      "an in-place op bumps the version counter of every alias"))
+        found += [m for m in self.compare() if _key(m) not in self.baseline]
+        return found
+
+
+def _bases(t: Any) -> list[Any]:
+    """``t._base``, its ``_base``, ... (a view's base is not a view)."""
+    from ._util import base_of
+
+    out = []
+    b = base_of(t) if t is not None else None
+    while b is not None and len(out) < 8:
+        out.append(b)
+        b = base_of(b)
+    return out
+
+
+def _version_groups_differ(names: Sequence[str], real: Sequence[Any],
+                           other: Sequence[Any]) -> set[str]:
+    """Names whose version-counter group (the tensors sharing its counter)
+    is not the same on both sides."""
+    from .aliasing import version_partition
+
+    r, o = version_partition(list(real)), version_partition(list(other))
+
+    def group(labels: list[Any], i: int) -> frozenset[int]:
+        return frozenset(j for j, x in enumerate(labels) if x is not None and x == labels[i])
+
+    return {n for i, n in enumerate(names) if group(r, i) != group(o, i)}
+
+
+# -- real copies and controls ------------------------------------------------------------------
+
+
+def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence[str]) -> None:
+    """Give the rebuilt copies the originals' storage bytes (recipes may
+    leave storages uninitialized)."""
+    import torch
+
+    pairs = dict(walk_real(names, copies))
+    done: set[int] = set()
+    for path, t in walk_real(names, originals):
+        c = pairs.get(path)
+        if c is None:
+            continue
+        src, dst = t.untyped_storage(), c.untyped_storage()
+        if id(dst) in done or src.nbytes() != dst.nbytes() or src.device.type == "meta":
+            continue
+        done.add(id(dst))
+        with torch.no_grad(), torch.inference_mode(False):
+            dst.copy_(src)
+
+
+def _rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
+    """Copies of the user's tensors (the real side), or None when the recipe
+    does not rebuild them faithfully."""
+    try:
+        copies = recipe.build()
+        _copy_bytes(originals, copies, names)
+    except Exception:
+        return None
+    if len(copies) != len(originals) or compare_live(names, originals, copies, _ReadAs(None, False)):
+        return None
+    from .autograd import creation_meta
+
+    rebuilt = dict(walk_real(names, copies))
+    for path, t in walk_real(names, originals):
+        if path not in rebuilt or creation_meta(t) != creation_meta(rebuilt[path]):
+            return None
+    return copies
+
+
+def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
+    """The recipe's tensors made directly under a fresh FakeTensorMode (or
+    on the meta device), not converted: (tensors, mode to run steps in).
+    With ``carries_real``, the mode propagates real tensors, as the
+    converter's does."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    if meta:
+        with torch.device("meta"):
+            tensors = recipe.build()
+        if all(t.device.type == "meta" for _, t in walk_real(recipe.outputs, tensors)):
+            return tensors, None
+    if carries_real:
+        import torch._functorch.config as functorch_config
+
+        with functorch_config.patch(fake_tensor_propagate_real_tensors=True):
+            mode = FakeTensorMode(allow_non_fake_inputs=True)
+        try:
+            with mode:
+                return recipe.build(), mode
+        except Exception:
+            pass  # a recipe real tensors cannot be propagated through: a plain control
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    with mode:
+        tensors = recipe.build()
+    return tensors, mode
+
+
+def _fake_mode(fakes: Sequence[Any]) -> Any:
+    for f in fakes:
+        mode = getattr(f, "fake_mode", None)
+        if mode is not None:
+            return mode
+    return None
+
+
+# -- the check ---------------------------------------------------------------------------------
+
+
+@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake")
+def behaviour_check(conv: Conversion) -> list[Mismatch]:
+    program = getattr(conv, "program", None)
+    if program is None or not program.steps or conv.inner:
+        return []
+    from ..reproducer import recipe_for
+    from ..strategies.programs import plain_strided
+    from .purity import capture, compare
+
+    if plain_strided(conv.real) is not None or any(f is None for f in conv.fake):
+        return []
+    names = tuple(program.inputs)  # the program's names for the tensors, in order
+    if len(names) != len(conv.real):
+        return []
+    recipe = recipe_for(conv.real)
+    copies = _rebuild(recipe, conv.real, recipe.outputs)
+    if copies is None:
+        return []
+    before = capture(names, tuple(conv.real))
+    reader = _ReadAs(conv.converter)
+    run = Lockstep(names, Side.of(names, copies), Side.of(names, conv.fake, _fake_mode(conv.fake)),
+                   reader, order=conv.order)
+    run.start()
+    known = run.known_at_start()
+    found: list[Mismatch] = []
+    for k, step in enumerate(program.steps):
+        differs = run.step(step)
+        ids = set().union(*(known[n] for n in _names_in(step, known)))
+        if differs and ids:
+            found = _follows_known(conv, program, k, differs, sorted(ids))
+            break
+        if differs:
+            found = _classify(conv, recipe, names, program, k, differs,
+                              _numels(run.real.namespace, differs))
+            break
+        if ids:  # what the step made or changed carries the known difference on
+            for n in _names_in(step, run.real.live):
+                known.setdefault(n, set()).update(ids)
+    after = capture(names, tuple(conv.real))
+    for m in compare(before, after):
+        found.append(StepMismatch(CHECK, m.path, f"user tensor {m.attribute}", m.real, m.fake,
+                                  "the user's tensor before vs after the program ran on the "
+                                  "converted tensors", step=len(program.steps) - 1))
+    return found
+
+
+def _names_in(step: Any, names: Any) -> list[str]:
+    """The names of ``names`` that the step's source mentions (or binds)."""
+    import re
+
+    words = set(re.findall(r"[A-Za-z_]\w*", step.source))
+    return [n for n in names if n in words]
+
+
+def _record(conv: Conversion, attr: str, value: Any) -> None:
+    """Note on the conversion what the known-difference predicates of this
+    check read (they hold exactly when the check recorded it)."""
+    seen = getattr(conv, attr, None)
+    if seen is None:
+        seen = set()
+        setattr(conv, attr, seen)
+    seen.add(value)
+
+
+def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatch],
+                   ids: list[str]) -> list[Mismatch]:
+    """The step acts on tensors that already differ, at conversion, in a way
+    known differences explain: what differs now follows from those."""
+    step = program.steps[k]
+    for entry_id in ids:
+        _record(conv, "behaviour_follows", entry_id)
+    m = differs[0]
+    return [StepMismatch(CHECK, m.path, FOLLOWS, m.real, m.fake,
+                         f"step {k + 1} of {len(program.steps)}: {step.source!r}; "
+                         f"{m.attribute} differs, on tensors that already differ by "
+                         f"{', '.join(ids)}", step=k)]
+
+
+# The attribute of a difference that follows from known ones.
+FOLLOWS = "follows from a known difference"
+
+
+def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
+    """(elements, shape) of the real tensor each difference is on (None
+    where there is none)."""
+    from ._util import resolve
+
+    conv = Conversion(tuple(namespace), tuple(namespace.values()), tuple(namespace.values()),
+                      None)
+    out = []
+    for m in differs:
+        t = resolve(conv, m.path)
+        try:
+            out.append((int(t.numel()), tuple(t.shape)))
+        except Exception:
+            out.append((None, None))
+    return out
+
+
+def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
+              differs: list[Mismatch], numels: list[Any]) -> list[Mismatch]:
+    """Conversion bug or operator difference: replay the first ``k + 1``
+    steps on the control and compare."""
+    from ..known_differences.op_differences import match_op_differences
+
+    step = program.steps[k]
+    where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
+    control = _control_differs(recipe, names, program, k, conv)
+    if control is None or not {_key(m) for m in differs} <= control:
+        for m, (numel, shape) in zip(differs, numels):
+            # (attribute, real, fake, elements and shape of the real tensor):
+            # what the behaviour entries of the known-difference registry read
+            _record(conv, "behaviour_differences",
+                    (m.attribute, str(m.real), str(m.fake), numel, shape))
+        how = ("the control (the same tensors made directly under the mode, not converted) "
+               "does not differ: a conversion bug" if control is not None
+               else "no control could be built")
+        return [StepMismatch(CHECK, m.path, m.attribute, m.real, m.fake,
+                             f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
+                for m in differs]
+    entries = match_op_differences(conv, step, differs)
+    if entries is not None:
+        reported = []
+        for entry, m in zip(entries, differs):
+            if entry.id in getattr(conv, "op_differences", ()):
+                continue
+            _record(conv, "op_differences", entry.id)
+            reported.append(StepMismatch(CHECK, m.path, f"op-difference {entry.id}", m.real,
+                                         m.fake, f"{where}; {m.attribute} differs on the "
+                                         "control too", step=k))
+        return reported
+    return [StepMismatch(CHECK, m.path, f"op-difference: {m.attribute}", m.real, m.fake,
+                         f"{where}; the control (the same tensors made directly under the mode, "
+                         "not converted) differs the same way: an operator difference, not "
+                         "registered in known_differences/op_differences.py", step=k)
+            for m in differs]
+
+
+def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
+                     conv: Conversion) -> set[tuple[str, str]] | None:
+    """(path, attribute) of what differs between the real tensors and the
+    control at step ``k``, or None when no control can be built."""
+    meta = getattr(conv.converter, "name", "") == "meta"
+    try:
+        with _quiet_fake_tensor_log():
+            control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
+                                                                 False)))
+        copies = _rebuild(recipe, conv.real, recipe.outputs)
+    except Exception:
+        return None
+    if copies is None:
+        return None
+    reader = _ReadAs(conv.converter)
+    if meta and mode is not None:
+        reader = _ReadAs(None, carries_real=False)
+    run = Lockstep(names, Side.of(names, copies), Side.of(names, control, mode), reader)
+    run.start()
+    differs: list[Mismatch] = []
+    for step in program.steps[:k + 1]:
+        differs = run.step(step)
+    return {_key(m) for m in differs}

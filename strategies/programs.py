@@ -1,0 +1,615 @@
+"""Programs: short sequences of steps run on a family of tensors.
+
+A program is what ``torch.compile`` does to its inputs after fakeifying
+them: views, in-place ops and autograd, on the tensors under test and on the
+results of earlier steps (the *live* tensors).  Each :class:`Step` is one
+Python statement (optionally inside ``torch.no_grad()``,
+``torch.inference_mode()`` or ``torch.enable_grad()``), so a program is
+runnable source, like a recipe: the ``behaviour`` check runs exactly that
+source on the real tensors and on the converted ones, and its reproducer
+prints it.
+
+Steps are drawn against the real tensors, executed as they are drawn on a
+scratch copy built from the recipe, so that each step's arguments fit the
+tensor it acts on (dims in range, slices within sizes, ``as_strided``
+within the storage): programs mostly run rather than mostly raise.  A step
+may still raise (an in-place op on a leaf requiring grad, on a view made in
+no_grad mode, ``t()`` of a 3-d tensor); it stays in the program: it must
+then raise on the converted tensors too.  Two things are never drawn, as
+eager would crash the process rather than raise: ops that read or write
+the elements of a tensor reaching past the end of its storage
+(``untyped_storage().resize_(0)``), and a backward where any tensor of the
+family does; and a ``resize_`` that grows the storage zeroes the tensor
+(``resize_(n).zero_()``), so no step reads uninitialized memory.  Nor is a
+backward drawn into the history of a non-leaf the tensors were made from:
+its fake is an example input, whose backward raises by design.
+
+Why not a ``RuleBasedStateMachine``: a program must run inside the suite's
+existing ``@given`` items (one item per kind and converter, with its recipe
+and conversion), be replayed on three sides (real, converted, control) and
+be printed as one reproducer.  A plain strategy drawing a list of steps
+against the tracked real state does that; it shrinks toward fewer steps
+(the loop's "one more step?" shrinks to no) and simpler ones (the op
+vocabulary is ordered simplest first, no context before any context).
+
+Two drivers draw from the same vocabulary: :func:`programs` (a Hypothesis
+strategy) and :func:`seeded_programs` (a seeded ``random.Random``, for
+``assert_faithful(..., programs=N)`` outside Hypothesis).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import textwrap
+from typing import Any, Callable, Sequence
+
+from hypothesis import event
+from hypothesis import strategies as st
+
+from .recipe import Recipe, recipe_of
+
+MAX_STEPS = 6
+# Names of the tensors a program makes: p0, p1, ... (recipes use t, s, ...).
+OUTPUT_PREFIX = "p"
+# Contexts a step may run in; index 0 (none) is what shrinking prefers.
+CONTEXTS = (None, None, None, None, None, "torch.no_grad()", "torch.inference_mode()",
+            "torch.enable_grad()")
+# The kinds whose tensors a program runs on: plain strided tensors built
+# outside any functorch level or mode.  Sparse layouts have no views or
+# in-place ops of this vocabulary; wrappers and subclasses have checks of
+# their own.
+KINDS = ("dense", "view", "conj_neg", "dtype_view", "set_alias", "view_family", "autograd_leaf",
+         "autograd_nonleaf", "autograd_view", "grad_attached", "grad_alias", "parameter",
+         "inference")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One statement of a program.  ``op``: the vocabulary entry (for
+    events and reports); ``output``: the name it binds, or None;
+    ``context``: the context manager expression it runs in, or None."""
+
+    op: str
+    statement: str
+    output: str | None = None
+    context: str | None = None
+
+    @property
+    def source(self) -> str:
+        if self.context is None:
+            return self.statement
+        return f"with {self.context}:\n    {self.statement}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """Steps over the tensors ``inputs`` (the recipe's outputs).  Empty
+    (no steps) when programs do not apply to the tensors; ``reason`` says
+    why."""
+
+    inputs: tuple[str, ...]
+    steps: tuple[Step, ...] = ()
+    reason: str = ""
+
+    @property
+    def source(self) -> str:
+        return "\n".join(s.source for s in self.steps)
+
+    def __str__(self) -> str:
+        return self.source
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def prefix(self, n: int) -> "Program":
+        """The first ``n`` steps."""
+        return dataclasses.replace(self, steps=self.steps[:n])
+
+    @classmethod
+    def parse(cls, source: str, inputs: Sequence[str]) -> "Program":
+        """A program from source written by hand or printed by a reproducer:
+        one step per top-level statement (a ``with`` block is one step)."""
+        import ast
+
+        if not isinstance(source, str):
+            raise TypeError(f"program must be source text or a Program, not {type(source).__name__}")
+        source = textwrap.dedent(source).strip("\n")
+        try:
+            tree = ast.parse(source)
+        except SyntaxError as e:
+            raise ValueError(f"program is not valid Python: {e}: {source!r}") from None
+        steps = []
+        for node in tree.body:
+            context = None
+            body = node
+            if isinstance(node, ast.With) and len(node.items) == 1 and len(node.body) == 1:
+                context = ast.unparse(node.items[0].context_expr)
+                body = node.body[0]
+            output = None
+            if isinstance(body, ast.Assign) and len(body.targets) == 1 and isinstance(
+                    body.targets[0], ast.Name):
+                output = body.targets[0].id
+            steps.append(Step("parsed", ast.unparse(body), output, context))
+        _check_names(tree, inputs, [s.output for s in steps if s.output])
+        return cls(tuple(inputs), tuple(steps))
+
+
+def _check_names(tree: Any, inputs: Sequence[str], outputs: Sequence[str]) -> None:
+    """Every name a program reads is ``torch``, a builtin, one of the
+    tensors or what an earlier step bound."""
+    import ast
+    import builtins
+
+    known = {"torch", *inputs, *outputs, *dir(builtins)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in known:
+            raise ValueError(
+                f"program uses {node.id!r}, which is not one of the tensors "
+                f"({', '.join(inputs)}: the names their reproducer gives them) nor bound by "
+                "an earlier step")
+
+
+def run_step(step: Step, namespace: dict[str, Any]) -> BaseException | None:
+    """Execute ``step`` in ``namespace``; the exception it raised, or None."""
+    try:
+        exec(compile(step.source, "<metafidelity program>", "exec"), namespace)
+    except Exception as e:
+        return e
+    return None
+
+
+# -- choices: one vocabulary, two drivers -------------------------------------------------
+
+
+class Choices:
+    """Where a program's choices come from: Hypothesis or a seeded random."""
+
+    def integer(self, lo: int, hi: int) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def boolean(self) -> bool:
+        return self.integer(0, 1) == 1
+
+    def pick(self, items: Sequence[Any]) -> Any:
+        return items[self.integer(0, len(items) - 1)]
+
+
+class DrawnChoices(Choices):
+    def __init__(self, draw: Callable[..., Any]) -> None:
+        self.draw = draw
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def boolean(self) -> bool:
+        return self.draw(st.booleans())
+
+
+class RandomChoices(Choices):
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.rng.randint(lo, hi)
+
+
+# -- the vocabulary -------------------------------------------------------------------------
+
+# An op: (name, kind, applies(t), make(choices, name, t, live) -> expression or statement).
+# kind "view" binds the expression to a new name; "inplace" and "autograd" are statements,
+# except "grad", which binds t.grad.
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    name: str
+    binds: bool
+    applies: Callable[[Any], bool]
+    make: Callable[[Choices, str, Any, dict[str, Any]], str]
+
+
+def _dims(t: Any) -> int:
+    return t.dim()
+
+
+def _storage_elements(t: Any) -> int:
+    try:
+        return t.untyped_storage().nbytes() // t.element_size()
+    except Exception:
+        return 0
+
+
+def _is_complex(t: Any) -> bool:
+    return t.dtype.is_complex
+
+
+def _slice(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    d = ch.integer(0, t.dim() - 1)
+    size = t.shape[d]
+    start = ch.integer(0, size)
+    stop = ch.integer(start, size)
+    step = ch.integer(1, 2)
+    index = ":, " * d + f"{start}:{stop}" + (f":{step}" if step != 1 else "")
+    return f"{n}[{index}]"
+
+
+def _select(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    dims = [d for d in range(t.dim()) if t.shape[d] > 0]
+    d = ch.pick(dims)
+    return f"{n}.select({d}, {ch.integer(0, t.shape[d] - 1)})"
+
+
+def _transpose(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    return f"{n}.transpose({ch.integer(0, t.dim() - 1)}, {ch.integer(0, t.dim() - 1)})"
+
+
+def _view(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    if ch.boolean():
+        return f"{n}.view({tuple(t.shape) + (1,)})"
+    return f"{n}.view(-1)"
+
+
+def _reshape(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    if ch.boolean():
+        return f"{n}.reshape({tuple(reversed(t.shape))})"
+    return f"{n}.reshape(-1)"
+
+
+def _expand(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    ones = [d for d in range(t.dim()) if t.shape[d] == 1]
+    if ones and ch.boolean():
+        sizes = list(t.shape)
+        sizes[ch.pick(ones)] = 3
+        return f"{n}.expand({tuple(sizes)})"
+    return f"{n}.expand({(2,) + tuple(t.shape)})"
+
+
+def _strided_args(ch: Choices, t: Any) -> str:
+    elements = _storage_elements(t)
+    offset = ch.integer(0, max(elements - 1, 0))
+    left = max(elements - offset, 0)
+    if ch.boolean() and left >= 2:
+        rows = ch.integer(1, 2)
+        cols = ch.integer(1, max(left // rows, 1))
+        cols = min(cols, left // rows)
+        return f"({rows}, {cols}), (1, {rows}), {offset}"
+    return f"({ch.integer(0, left)},), (1,), {offset}"
+
+
+def _as_strided(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    return f"{n}.as_strided({_strided_args(ch, t)})"
+
+
+def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    """A live tensor of t's shape (t itself when there is no other)."""
+    from pytest_metafidelity.converters import storage_too_small
+
+    others = [m for m, u in live.items() if m != n and tuple(u.shape) == tuple(t.shape)
+              and not storage_too_small(u)]
+    return ch.pick(others) if others and ch.boolean() else n
+
+
+def _zeroable(t: Any) -> bool:
+    import torch
+
+    if t.is_inference() and not torch.is_inference_mode_enabled():
+        return False
+    try:
+        torch.empty(1, dtype=t.dtype).zero_()
+    except Exception:
+        return False
+    return True
+
+
+def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    from pytest_metafidelity.converters import storage_too_small
+
+    room = max(_storage_elements(t) - t.storage_offset(), 0)
+    # Growing the storage leaves new elements uninitialized, so a growing
+    # resize_ is followed by zero_(); where zero_ cannot run (an inference
+    # tensor outside inference mode, a dtype without the kernel) it stays
+    # within the storage.
+    size = ch.integer(0, room + 4 if _zeroable(t) else room)
+    # (resize_ to the sizes a tensor already has does not grow a storage
+    # that was shrunk under it: zeroing it then writes past its end.)
+    if size > room and not storage_too_small(t):
+        # Growing the storage leaves new elements uninitialized: give them values.
+        return f"{n}.resize_({size}).zero_()"
+    return f"{n}.resize_({size})"
+
+
+def _set(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    others = [m for m, u in live.items() if m != n and u.dtype == t.dtype]
+    if not others or ch.integer(0, 2) == 0:
+        return f"{n}.set_()"
+    other = ch.pick(others)
+    if ch.boolean():
+        return f"{n}.set_({other})"
+    return f"{n}.set_({other}.untyped_storage(), {_strided_args(ch, live[other])})"
+
+
+def _always(t: Any) -> bool:
+    return True
+
+
+def _has_dims(t: Any) -> bool:
+    return t.dim() > 0
+
+
+def _no_large_ops(t: Any) -> bool:
+    return t.numel() <= 4096
+
+
+VIEW_OPS = (
+    Op("detach", True, _always, lambda ch, n, t, live: f"{n}.detach()"),
+    Op("alias", True, _always, lambda ch, n, t, live: f"torch.ops.aten.alias({n})"),
+    Op("t", True, lambda t: t.dim() <= 2, lambda ch, n, t, live: f"{n}.t()"),
+    Op("transpose", True, _has_dims, _transpose),
+    Op("unsqueeze", True, _always, lambda ch, n, t, live: f"{n}.unsqueeze({ch.integer(0, t.dim())})"),
+    Op("slice", True, _has_dims, _slice),
+    Op("select", True, lambda t: any(s > 0 for s in t.shape), _select),
+    Op("view", True, _always, _view),
+    Op("reshape", True, _always, _reshape),
+    Op("expand", True, _always, _expand),
+    Op("as_strided", True, lambda t: _storage_elements(t) > 0, _as_strided),
+    Op("conj", True, _always, lambda ch, n, t, live: f"{n}.conj()"),
+    Op("_neg_view", True, _always, lambda ch, n, t, live: f"torch._neg_view({n})"),
+    Op("real", True, _is_complex, lambda ch, n, t, live: f"{n}.real"),
+    Op("imag", True, _is_complex, lambda ch, n, t, live: f"{n}.imag"),
+    Op("view_as_real", True, _is_complex, lambda ch, n, t, live: f"torch.view_as_real({n})"),
+    Op("view_as_complex", True,
+       lambda t: t.dim() > 0 and t.shape[-1] == 2 and t.dtype.is_floating_point,
+       lambda ch, n, t, live: f"torch.view_as_complex({n})"),
+)
+
+INPLACE_OPS = (
+    Op("zero_", False, _always, lambda ch, n, t, live: f"{n}.zero_()"),
+    Op("fill_", False, _always, lambda ch, n, t, live: f"{n}.fill_(2)"),
+    Op("add_", False, _always, lambda ch, n, t, live: f"{n}.add_(1)"),
+    Op("mul_", False, _always, lambda ch, n, t, live: f"{n}.mul_(2)"),
+    Op("copy_", False, _always,
+       lambda ch, n, t, live: f"{n}.copy_({_same_shape_other(ch, n, t, live)})"),
+    Op("requires_grad_", False, _always,
+       lambda ch, n, t, live: f"{n}.requires_grad_({ch.boolean()})"),
+    Op("detach_", False, _always, lambda ch, n, t, live: f"{n}.detach_()"),
+    Op("t_", False, lambda t: t.dim() <= 2, lambda ch, n, t, live: f"{n}.t_()"),
+    Op("transpose_", False, _has_dims,
+       lambda ch, n, t, live: f"{n}.transpose_({ch.integer(0, t.dim() - 1)}, "
+                              f"{ch.integer(0, t.dim() - 1)})"),
+    Op("unsqueeze_", False, _always,
+       lambda ch, n, t, live: f"{n}.unsqueeze_({ch.integer(0, t.dim())})"),
+    Op("as_strided_", False, lambda t: _storage_elements(t) > 0,
+       lambda ch, n, t, live: f"{n}.as_strided_({_strided_args(ch, t)})"),
+    Op("resize_", False, _always, _resize),
+    Op("set_", False, _always, _set),
+)
+
+AUTOGRAD_OPS = (
+    Op("retain_grad", False, _always, lambda ch, n, t, live: f"{n}.retain_grad()"),
+    Op("backward", False, _always, lambda ch, n, t, live: f"{n}.sum().abs().backward()"),
+    Op("grad", True, _always, lambda ch, n, t, live: f"{n}.grad"),
+)
+
+# Simplest first (shrinking goes toward index 0).
+OPS = VIEW_OPS + INPLACE_OPS + AUTOGRAD_OPS
+OP_NAMES = tuple(op.name for op in OPS)
+
+
+def _grad_fn(t: Any) -> Any:
+    """``t.grad_fn``, or None where reading it raises (a no_grad view whose
+    base was modified in place with grad mode enabled)."""
+    try:
+        return t.grad_fn
+    except Exception:
+        return None
+
+
+def _graph_reaches(t: Any, forbidden: set[int], limit: int = 500) -> bool:
+    """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes."""
+    stack, seen = [_grad_fn(t)], set()
+    while stack and len(seen) < limit:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in forbidden:
+            return True
+        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return False
+
+
+def example_inputs(tensors: Sequence[Any]) -> set[int]:
+    """Autograd nodes that a converted tensor does not have: the ``grad_fn``
+    of every non-view non-leaf among the tensors and what they reach.  A
+    fake of such a tensor is an *example input* whose ``grad_fn`` raises by
+    design (``Tried to backward() through example input``; the ``autograd``
+    check covers it), so programs do not backpropagate into these."""
+    from pytest_metafidelity.checks._util import walk_real
+
+    nodes = set()
+    for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
+        fn = _grad_fn(t)
+        if fn is not None and not t._is_view():
+            nodes.add(id(fn))
+    return nodes
+
+
+# Ops that read or write the tensor's elements: never drawn for a tensor that
+# reaches past the end of its storage (torch segfaults,
+# https://github.com/pytorch/pytorch/issues/171676).
+TOUCH_ELEMENTS = frozenset({"zero_", "fill_", "add_", "mul_", "copy_", "backward"})
+
+
+def _any_storage_too_small(tensors: Any) -> bool:
+    """Whether a tensor, or one they reach (bases, grads), reaches past the
+    end of its storage: a backward may read it (saved tensors) or
+    accumulate into it (a .grad), and crash."""
+    from pytest_metafidelity.checks._util import walk_real
+    from pytest_metafidelity.converters import storage_too_small
+
+    tensors = list(tensors)
+    return any(storage_too_small(t)
+               for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors))
+
+
+def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool) -> list[Op]:
+    from pytest_metafidelity.converters import storage_too_small
+
+    ops = []
+    too_small = storage_too_small(t)
+    for op in OPS:
+        if too_small and op.name in TOUCH_ELEMENTS:
+            continue
+        if op.name == "grad" and not grad_is_set:
+            continue
+        if op.name == "backward" and not may_backward:
+            continue
+        try:
+            if op.applies(t):
+                ops.append(op)
+        except Exception:
+            continue
+    return ops
+
+
+def _grad_or_none(t: Any) -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return t.grad
+        except Exception:
+            return None
+
+
+def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
+               max_steps: int = MAX_STEPS) -> Program:
+    """Draw a program over ``tensors`` (named ``inputs``), executing each
+    step on them as it is drawn: ``tensors`` must be a scratch copy."""
+    import torch
+
+    namespace: dict[str, Any] = {"torch": torch, **dict(zip(inputs, tensors))}
+    live = dict(zip(inputs, tensors))
+    forbidden = example_inputs(tensors)
+    steps: list[Step] = []
+    while len(steps) < max_steps and (not steps or ch.boolean()):
+        name = ch.pick(list(live))
+        t = live[name]
+        may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
+                        and not _any_storage_too_small(live.values()))
+        ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
+        op = ch.pick(ops)
+        context = CONTEXTS[ch.integer(0, len(CONTEXTS) - 1)]
+        text = op.make(ch, name, t, live)
+        output = f"{OUTPUT_PREFIX}{len(steps)}" if op.binds else None
+        statement = f"{output} = {text}" if output else text
+        step = Step(op.name, statement, output, context)
+        steps.append(step)
+        raised = run_step(step, namespace)
+        if output is not None and raised is None and isinstance(namespace.get(output),
+                                                                 torch.Tensor):
+            live[output] = namespace[output]
+    return Program(tuple(inputs), tuple(steps))
+
+
+# -- drivers ------------------------------------------------------------------------------
+
+
+def applicable(recipe: Recipe) -> str | None:
+    """Why programs do not apply to the recipe's tensors, or None."""
+    if recipe.contexts:
+        return "the tensors only exist inside a functorch level or mode"
+    other = [k for k in recipe.kinds if k not in KINDS and k != "described"]
+    if other:
+        return f"programs run on plain strided tensors, not kind {other[0]!r}"
+    return None
+
+
+def plain_strided(tensors: Sequence[Any]) -> str | None:
+    """Why programs do not apply to ``tensors`` (and what they reach), or None."""
+    import torch
+
+    from pytest_metafidelity.checks._util import walk_real
+
+    for path, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
+        if type(t) not in (torch.Tensor, torch.nn.Parameter):
+            return f"{path} is a {type(t).__name__}, not a plain tensor"
+        if t.layout != torch.strided:
+            return f"{path} has layout {t.layout}"
+        if torch._is_functional_tensor(t):
+            return f"{path} is a functional tensor"
+        if t.device.type == "meta":
+            return f"{path} is a meta tensor: no values to compare"
+    return None
+
+
+def _recipe_of(tensors: Any) -> Recipe:
+    if isinstance(tensors, Recipe):
+        return tensors
+    if not isinstance(tensors, (tuple, list)):
+        tensors = (tensors,)
+    from pytest_metafidelity.reproducer import recipe_for
+
+    recipe = recipe_of(tensors[0]) if tensors else None
+    if recipe is None or any(recipe_of(t) is not recipe for t in tensors):
+        recipe = recipe_for(tensors)
+    return recipe
+
+
+def _scratch(recipe: Recipe) -> tuple[tuple[Any, ...] | None, str | None]:
+    """A fresh copy of the recipe's tensors to draw against, or why not."""
+    reason = applicable(recipe)
+    if reason is not None:
+        return None, reason
+    try:
+        tensors = recipe.build()
+    except Exception as e:
+        return None, f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
+    reason = plain_strided(tensors)
+    return (None, reason) if reason is not None else (tensors, None)
+
+
+def programs(tensors: Any, *, max_steps: int = MAX_STEPS) -> st.SearchStrategy[Program]:
+    """Programs of 1 to ``max_steps`` steps over ``tensors``: a recipe, or
+    tensors drawn from this package's strategies (or made by hand: their
+    recipe is then written from their metadata).  Where programs do not
+    apply (sparse layouts, wrappers, tensors living in a functorch level),
+    the program is empty and its ``reason`` says why; nothing is drawn."""
+    if not isinstance(max_steps, int) or not 1 <= max_steps <= 50:
+        from hypothesis.errors import InvalidArgument
+
+        raise InvalidArgument(f"max_steps={max_steps!r} must be an int from 1 to 50")
+    recipe = _recipe_of(tensors)
+
+    @st.composite
+    def draw_program(draw: Any) -> Program:
+        scratch, reason = _scratch(recipe)
+        if scratch is None:
+            return Program(recipe.outputs, reason=reason or "")
+        program = draw_steps(DrawnChoices(draw), recipe.outputs, scratch, max_steps)
+        for step in program.steps:
+            event(f"program op: {step.op}")
+        event(f"program steps: {len(program)}")
+        return program
+
+    return draw_program()
+
+
+def seeded_programs(tensors: Any, n: int, *, seed: int = 0,
+                    max_steps: int = MAX_STEPS) -> list[Program]:
+    """``n`` programs over ``tensors`` from the same vocabulary as
+    :func:`programs`, drawn by ``random.Random(seed)`` (no Hypothesis):
+    the same programs every run."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"programs={n!r} must be a non-negative int")
+    recipe = _recipe_of(tensors)
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        scratch, reason = _scratch(recipe)
+        if scratch is None:
+            return [Program(recipe.outputs, reason=reason or "")]
+        out.append(draw_steps(RandomChoices(rng), recipe.outputs, scratch, max_steps))
+    return out

@@ -1,0 +1,301 @@
+"""The ``behaviour`` check and its programs: converters that break only
+behaviour are caught by it alone; operator differences are told apart from
+conversion bugs; programs are runnable, mostly run, and shrink."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import HealthCheck, find, given, settings
+from hypothesis import strategies as st
+
+from pytest_metafidelity import FidelityError, assert_faithful, check_faithful
+from pytest_metafidelity.checks.behaviour import StepMismatch
+from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
+from pytest_metafidelity.known_differences import op_differences
+from pytest_metafidelity.strategies import Recipe, recipes
+from pytest_metafidelity.strategies.programs import (
+    KINDS, MAX_STEPS, OP_NAMES, Program, programs, run_step, seeded_programs)
+from test_checks import faulty
+
+ONLY = ["behaviour"]
+
+
+def built(*lines: str, outputs: tuple[str, ...]) -> tuple[Any, ...]:
+    """Tensors built from a recipe (the check rebuilds its real side from it)."""
+    return Recipe(tuple(lines), outputs).build()
+
+
+def behaviour(*tensors: Any, program: str, converter: str = "faulty") -> Any:
+    return check_faithful(*tensors, converters=[converter], checks=ONLY,
+                          program=program).outcomes[0]
+
+
+def failing(outcome: Any, attribute: str) -> StepMismatch:
+    assert outcome.status == FAILED, outcome.describe()
+    hits = [m for m in outcome.mismatches if m.attribute == attribute]
+    assert hits, outcome.describe()
+    assert all(isinstance(m, StepMismatch) and m.check == "behaviour" for m in hits)
+    return hits[0]
+
+
+# -- (a) in-place ops that do not show through aliases ----------------------------------------
+
+
+def _own_version_counter(conv: Any, real: Any, fake: Any) -> Any:
+    """A fake of a view made on the right storage, at the right place, but as
+    a tensor of its own: an in-place op through the base does not show
+    through it (its version counter is its own)."""
+    if not real._is_view():
+        return fake
+    with fake.fake_mode:
+        return torch.empty(0, dtype=fake.dtype).set_(
+            fake.untyped_storage(), fake.storage_offset(), fake.shape, fake.stride())
+
+
+def test_in_place_ops_not_seen_through_an_alias_are_caught() -> None:
+    base, view = built("t0 = torch.arange(12.).reshape(3, 4)", "t1 = t0[1:]",
+                       outputs=("t0", "t1"))
+    with faulty("fake", _own_version_counter):
+        outcome = behaviour(base, view, program="t0.add_(1)")
+        m = failing(outcome, "_version bump")
+        assert m.path == "t1" and (m.real, m.fake) == (1, 0)
+        assert m.step == 0 and "a conversion bug" in m.detail
+        # The storages are right: the aliasing check's storage partition holds.
+        storage = check_faithful(base, view, converters=["faulty"], checks=["aliasing"])
+        assert not [x for x in storage.outcomes[0].mismatches
+                    if x.attribute == "storage identity"]
+    assert behaviour(base, view, program="t0.add_(1)", converter="fake").status == PASSED
+
+
+def test_carried_values_not_seen_through_an_alias_are_caught() -> None:
+    base, view = built("t0 = torch.arange(12.)", "t1 = t0[1:]", outputs=("t0", "t1"))
+
+    def own_carried_copy(conv: Any, real: Any, fake: Any) -> Any:
+        if real._is_view():  # same layout, a storage of its own: not the base's copy
+            r = fake.real_tensor
+            fake.real_tensor = torch.empty(0, dtype=r.dtype).set_(
+                r.untyped_storage().clone(), r.storage_offset(), r.shape, r.stride())
+        return fake
+
+    with faulty("fake-real", own_carried_copy):
+        outcome = behaviour(base, view, program="t0.add_(1)")
+    m = failing(outcome, "values")
+    assert m.path == "t1.real_tensor"
+    assert behaviour(base, view, program="t0.add_(1)", converter="fake-real").status == PASSED
+
+
+# -- (b) a creation_meta that lets an in-place op through --------------------------------------
+
+
+def _default_creation_meta(conv: Any, real: Any, fake: Any) -> Any:
+    from torch._C._autograd import CreationMeta, _set_creation_meta
+
+    _set_creation_meta(fake, CreationMeta.DEFAULT)
+    return fake
+
+
+def test_a_creation_meta_letting_an_in_place_op_through_is_caught() -> None:
+    (view,) = built("t0 = torch.arange(4.).requires_grad_()", "t1 = t0 * 1",
+                    "t2 = t1.unbind(0)[0]", outputs=("t2",))
+    with faulty("fake", _default_creation_meta):
+        outcome = behaviour(view, program="t2.add_(1)")
+    m = failing(outcome, "raised")
+    assert m.real.startswith("RuntimeError: Output 0 of Unbind")
+    assert m.fake == "nothing" and "a conversion bug" in m.detail
+    assert behaviour(view, program="t2.add_(1)", converter="fake").status == PASSED
+
+
+def test_a_creation_meta_raising_another_error_is_caught() -> None:
+    (view,) = built("t0 = torch.arange(4.).requires_grad_()", "t1 = t0 * 1",
+                    "with torch.no_grad():", "    t2 = t1[1:]", outputs=("t2",))
+    with faulty("fake", _default_creation_meta):
+        outcome = behaviour(view, program="t2.add_(1)")
+    m = failing(outcome, "raised")  # both RuntimeError, for different rules
+    assert m.real.startswith("RuntimeError: A view was created in no_grad mode")
+    assert m.fake.startswith("RuntimeError: a leaf Variable")
+    assert behaviour(view, program="t2.add_(1)", converter="fake").status == PASSED
+
+
+# -- the user's tensors are left alone ----------------------------------------------------------
+
+
+def test_a_fake_writing_into_the_user_tensor_is_caught() -> None:
+    (t,) = built("t0 = torch.arange(4.)", outputs=("t0",))
+
+    def carries_the_user_tensor(conv: Any, real: Any, fake: Any) -> Any:
+        fake.real_tensor = real  # not a copy: ops on the fake write into it
+        return fake
+
+    with faulty("fake-real", carries_the_user_tensor):
+        outcome = behaviour(t, program="t0.add_(1)")
+    assert outcome.status == FAILED
+    assert "user tensor storage bytes" in {m.attribute for m in outcome.mismatches}, \
+        outcome.describe()
+    assert torch.equal(t, torch.arange(4.) + 1)  # the fault did write into it
+    (u,) = built("t0 = torch.arange(4.)", outputs=("t0",))
+    assert behaviour(u, program="t0.add_(1)", converter="fake-real").status == PASSED
+    assert torch.equal(u, torch.arange(4.)) and u._version == 0
+
+
+# -- operator differences vs conversion bugs ------------------------------------------------------
+
+
+def _storage_shrunk() -> tuple[Any, ...]:
+    return built("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", outputs=("t0",))
+
+
+def test_an_operator_difference_is_a_registered_known_difference() -> None:
+    outcome = behaviour(*_storage_shrunk(), program="p0 = t0.expand((2,))", converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert outcome.reason == "known differences: op:view-unchecked-storage-bounds"
+
+
+def test_an_unregistered_operator_difference_fails_as_one(monkeypatch: Any) -> None:
+    monkeypatch.setattr(op_differences, "OP_DIFFERENCES", [])
+    outcome = behaviour(*_storage_shrunk(), program="p0 = t0.expand((2,))", converter="meta")
+    m = failing(outcome, "op-difference: raised")
+    assert "differs the same way" in m.detail
+
+
+def test_every_operator_difference_reproduces_without_conversion() -> None:
+    for entry in op_differences.registry():
+        assert entry.reproducer and entry.reason and entry.link, entry.id
+        exec(compile(entry.reproducer, entry.id, "exec"), {})
+
+
+# -- reproducers ------------------------------------------------------------------------------------
+
+
+def test_the_reproducer_is_recipe_then_program_up_to_the_first_difference() -> None:
+    base, view = built("t0 = torch.arange(12.).reshape(3, 4)", "t1 = t0[1:]",
+                       outputs=("t0", "t1"))
+    program = "t0.add_(1)\np1 = t0[0]\nt1.mul_(2)"
+    with faulty("fake", _own_version_counter):
+        result = check_faithful(base, view, converters=["faulty"], checks=ONLY, program=program)
+        source = result.reproducer
+        assert source.index("t1 = t0[1:]") < source.index("program = ") < source.index(
+            "assert_faithful(")
+        assert "t0.add_(1)" in source and "p1 = t0[0]" not in source
+        with pytest.raises(FidelityError, match="_version bump"):
+            exec(compile(source, "reproducer", "exec"), {})
+
+
+def test_assert_faithful_runs_seeded_programs() -> None:
+    base, view = built("t0 = torch.arange(12.).reshape(3, 4)", "t1 = t0[1:]",
+                       outputs=("t0", "t1"))
+    assert_faithful(base, view, converters=["fake", "meta"], programs=10)
+    with faulty("fake", _own_version_counter):
+        with pytest.raises(FidelityError, match=r"\[behaviour\]") as info:
+            assert_faithful(base, view, converters=["faulty"], checks=ONLY, programs=20)
+    assert "program = " in info.value.result.reproducer
+    with pytest.raises(ValueError, match="not both"):
+        assert_faithful(base, view, program="t0.add_(1)", programs=2)
+    with pytest.raises(ValueError, match="programs=-1"):
+        assert_faithful(base, view, programs=-1)
+    with pytest.raises(ValueError, match="not valid Python"):
+        assert_faithful(base, view, program="t0.add_(")
+    with pytest.raises(ValueError, match="'t9', which is not one of the tensors"):
+        assert_faithful(base, view, program="p0 = t0[1:]\nt9.add_(1)")
+
+
+def test_seeded_programs_are_the_same_every_time() -> None:
+    base, view = built("t0 = torch.arange(12.).reshape(3, 4)", "t1 = t0[1:]",
+                       outputs=("t0", "t1"))
+    first = [p.source for p in seeded_programs((base, view), 5, seed=3)]
+    assert first == [p.source for p in seeded_programs((base, view), 5, seed=3)]
+    assert len(set(first)) > 1
+
+
+def test_programs_do_not_apply_to_sparse_tensors() -> None:
+    (s,) = built("t0 = torch.eye(3).to_sparse()", outputs=("t0",))
+    (program,) = seeded_programs((s,), 3)
+    assert not program.steps and "layout torch.sparse_coo" in program.reason
+
+
+# -- the strategy ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_programs_are_runnable_source_over_the_live_tensors(data: Any) -> None:
+    recipe = data.draw(recipes(kinds=list(KINDS), family=None))
+    program = data.draw(programs(recipe))
+    assert len(program.steps) <= MAX_STEPS
+    if not program.steps:
+        assert program.reason
+        return
+    assert program.inputs == recipe.outputs
+    assert all(step.op in OP_NAMES for step in program.steps)
+    reparsed = Program.parse(program.source, recipe.outputs)
+    assert [s.source for s in reparsed.steps] == [s.source for s in program.steps]
+    namespace = {"torch": torch, **dict(zip(recipe.outputs, recipe.build()))}
+    for step in program.steps:
+        raised = run_step(step, namespace)  # runs or raises, never crashes
+        if step.output is not None and raised is None:
+            assert step.output in namespace
+
+
+def test_programs_mostly_run() -> None:
+    base, view = built("t0 = torch.arange(24.).reshape(2, 3, 4)", "t1 = t0[1:].transpose(0, 2)",
+                       outputs=("t0", "t1"))
+    steps = raised = 0
+    for program in seeded_programs((base, view), 60, seed=1):
+        namespace = {"torch": torch, **dict(zip(program.inputs, built(
+            "t0 = torch.arange(24.).reshape(2, 3, 4)", "t1 = t0[1:].transpose(0, 2)",
+            outputs=("t0", "t1"))))}
+        for step in program.steps:
+            steps += 1
+            raised += run_step(step, namespace) is not None
+    assert steps >= 60 and raised / steps < 0.25, (raised, steps)
+
+
+def test_programs_shrink_to_one_simple_step() -> None:
+    (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
+    smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),
+                    settings=settings(max_examples=500, database=None))
+    assert smallest.source == "t0.add_(1)"
+    with pytest.raises(Exception, match="max_steps=0"):
+        programs((t,), max_steps=0).example()
+
+
+# -- in the suite --------------------------------------------------------------------------------
+
+# Fake views keep their storage but get a version counter of their own.
+OWN_VERSION_COUNTER = '''
+import pytest, torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+_original = FakeTensorMode.from_tensor
+
+def _own_version_counter(self, t, **kwargs):
+    fake = _original(self, t, **kwargs)
+    if t._is_view():
+        with self:
+            fake = torch.empty(0, dtype=fake.dtype).set_(
+                fake.untyped_storage(), fake.storage_offset(), fake.shape, fake.stride())
+    return fake
+
+@pytest.fixture(autouse=True)
+def faulty_converter(monkeypatch):
+    monkeypatch.setattr(FakeTensorMode, "from_tensor", _own_version_counter)
+'''
+
+SUITE = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=fake",
+         "--metafidelity-checks=behaviour", "-p", "no:cacheprovider",
+         "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+def test_the_suite_runs_programs_on_every_item(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(*SUITE, "--metafidelity-examples=10")
+    result.assert_outcomes(passed=1)
+
+
+def test_the_suite_finds_a_behaviour_bug_with_its_program(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(OWN_VERSION_COUNTER)
+    result = pytester.runpytest_subprocess(*SUITE, "--metafidelity-examples=60")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "[behaviour]" in out and "program = " in out and "checks=['behaviour']" in out
