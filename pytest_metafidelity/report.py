@@ -303,6 +303,7 @@ class Collector:
                 "example_timeout": options.example_timeout,
                 "run_known_crashes": options.run_known_crashes,
                 "shrink_crashes": options.shrink_crashes,
+                "shard": "/".join(map(str, options.shard)) if options.shard else None,
             },
             "items": sorted(self.items, key=lambda r: r["nodeid"]),
             "failures": self.unique_failures(),
