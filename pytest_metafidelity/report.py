@@ -28,30 +28,29 @@ def shorten(text: str, limit: int = 400) -> str:
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
 
 
-def fidelity_errors(exc: BaseException | None) -> list[Any]:
-    """The FidelityErrors in ``exc`` (Hypothesis groups distinct bugs)."""
-    from .faithful import FidelityError
-
+def _errors_of(exc: BaseException | None, cls: type) -> list[Any]:
+    """The ``cls`` exceptions in ``exc`` (Hypothesis groups distinct bugs)."""
     if exc is None:
         return []
-    if isinstance(exc, FidelityError):
+    if isinstance(exc, cls):
         return [exc]
     if isinstance(exc, BaseExceptionGroup):
-        return [e for sub in exc.exceptions for e in fidelity_errors(sub)]
+        return [e for sub in exc.exceptions for e in _errors_of(sub, cls)]
     return []
+
+
+def fidelity_errors(exc: BaseException | None) -> list[Any]:
+    """The FidelityErrors in ``exc``."""
+    from .faithful import FidelityError
+
+    return _errors_of(exc, FidelityError)
 
 
 def crash_errors(exc: BaseException | None) -> list[Any]:
     """The ExampleCrashed errors in ``exc`` (examples that exited Python)."""
     from .suite.runner import ExampleCrashed
 
-    if exc is None:
-        return []
-    if isinstance(exc, ExampleCrashed):
-        return [exc]
-    if isinstance(exc, BaseExceptionGroup):
-        return [e for sub in exc.exceptions for e in crash_errors(sub)]
-    return []
+    return _errors_of(exc, ExampleCrashed)
 
 
 def exit_crash_record(error: Any, *, kind: str, converter: str, nodeid: str,
