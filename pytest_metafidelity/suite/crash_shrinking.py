@@ -3,7 +3,8 @@ child process.
 
 A crash cannot be shrunk in the process it kills.  At the end of a run the
 controller replays each crash's choice sequence (from its journal) through
-the same draws the suite makes (:func:`..runner.draw_case`) and lets
+the same draws the suite makes (:func:`..runner.draw_case`, then the
+``behaviour`` check's program) and lets
 Hypothesis shrink it; each candidate's reproducer runs in a child forked
 from a *zygote* -- a process that has imported torch and this package but
 run no torch op, so forking it is safe and a candidate costs milliseconds
@@ -130,7 +131,7 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
     from hypothesis.database import InMemoryExampleDatabase
 
     from ..reproducer import reproducer_source
-    from .runner import draw_case, quiet_torch_notices
+    from .runner import draw_program, draw_case, quiet_torch_notices
 
     started = time.monotonic()
     case_timeout = max(min(record.get("timeout") or 60.0, seconds), 1.0)
@@ -145,8 +146,9 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
     def candidate(data: Any) -> None:
         with quiet_torch_notices():
             recipe, order = draw_case(data, record["kind"], record.get("devices"))
+            program = draw_program(data, recipe, opts)  # as the suite draws it
         source = reproducer_source(recipe, converters=[record["converter"]],
-                                   checks=record.get("checks"), order=order)
+                                   checks=record.get("checks"), order=order, program=program)
         if best and source == best[0]:
             raise Reproduced()
         if time.monotonic() - started > seconds:

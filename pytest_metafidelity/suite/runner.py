@@ -274,7 +274,7 @@ def _run_example(
     from ..reproducer import reproducer_source
 
     recipe, order = draw_case(data, item.kind, devices)
-    program = _draw_program(data, recipe, opts)
+    program = draw_program(data, recipe, opts)
     checks = list(opts.checks) if opts and opts.checks != tuple(all_checks()) else None
     journal = run.journal if run is not None else None
     if journal is not None:
@@ -324,7 +324,7 @@ def _run_example(
         raise FidelityError(result)
 
 
-def _draw_program(data: Any, recipe: Any, opts: Any) -> Any:
+def draw_program(data: Any, recipe: Any, opts: "SuiteOptions | None") -> Any:
     """The ``behaviour`` check's program, when that check runs (none is
     drawn where programs do not apply to the recipe's kind)."""
     if opts is not None and "behaviour" not in opts.checks:
