@@ -151,12 +151,14 @@ def test_every_crash_is_reported_with_a_reproducer_and_every_item_runs(
 
 
 def test_a_crash_is_replayed_first_by_the_next_run(crashy: pytest.Pytester) -> None:
+    # An explicit database: under CI=true Hypothesis' default profile has none.
     args = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-converters=segfaulting",
-            "--metafidelity-examples=40", "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider"]
+            "--metafidelity-examples=40", "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider",
+            f"--metafidelity-database={crashy.path / 'examples'}"]
     first = crashy.runpytest_subprocess(*args, f"--metafidelity-report={crashy.path / 'a.json'}")
     assert first.ret == 1
     (crash,) = json.loads((crashy.path / "a.json").read_text())["crashes"]
-    assert crash["saved_to_database"] is True  # the dev profile's example database
+    assert crash["saved_to_database"] is True
     second = crashy.runpytest_subprocess(*args, f"--metafidelity-report={crashy.path / 'b.json'}")
     assert second.ret == 1
     (again,) = json.loads((crashy.path / "b.json").read_text())["crashes"]
