@@ -31,6 +31,15 @@ from typing import Any, Callable, Sequence
 
 from . import BY_DESIGN, UNFILED
 
+# Also the reproducer of the registry's behaviour entry that follows from it.
+DEGENERATE_STRIDES_REPRODUCER = (
+    "import torch\n"
+    "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+    "assert torch.empty_strided((0,), (4,)).view(-1).stride() == (4,)\n"
+    "with FakeTensorMode():\n"
+    "    assert torch.empty_strided((0,), (4,)).view(-1).stride() == (1,)\n"
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class OpDifference:
@@ -385,13 +394,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "the meta kernel of set_() give contiguous strides where eager keeps the input's"
         ),
         link=UNFILED,
-        reproducer=(
-            "import torch\n"
-            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-            "assert torch.empty_strided((0,), (4,)).view(-1).stride() == (4,)\n"
-            "with FakeTensorMode():\n"
-            "    assert torch.empty_strided((0,), (4,)).view(-1).stride() == (1,)\n"
-        ),
+        reproducer=DEGENERATE_STRIDES_REPRODUCER,
     ),
 ]
 

@@ -1448,6 +1448,12 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _degenerate_strides_reproducer() -> str:
+    from .op_differences import DEGENERATE_STRIDES_REPRODUCER
+
+    return DEGENERATE_STRIDES_REPRODUCER
+
+
 def _zero_element_view_entry() -> KnownDifference:
     from .op_differences import NOT_A_VIEW, ZERO_ELEMENT_VIEW_REPRODUCER
 
@@ -1499,13 +1505,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "operator difference op:degenerate-strides, which the control does not always show"
     ),
     link=BY_DESIGN,
-    reproducer=(
-        "import torch\n"
-        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "assert torch.empty_strided((0,), (4,)).view(-1).stride() == (4,)\n"
-        "with FakeTensorMode():\n"
-        "    assert torch.empty_strided((0,), (4,)).view(-1).stride() == (1,)\n"
-    ),
+    reproducer=_degenerate_strides_reproducer(),
 ))
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-storage-sized-to-tensors",
