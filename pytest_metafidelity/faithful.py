@@ -25,6 +25,11 @@ Outcome statuses, per converter:
     (fixed upstream?); ``reason`` lists the entry ids.  Not a failure unless
     ``strict=True``, but :func:`assert_faithful` warns
     :class:`~.known_differences.UnexpectedlyPassing`.
+``internal-error``
+    a check (or the known-difference triage) raised: a bug on our side,
+    not a finding about torch.  ``internal_errors`` holds each error with
+    its traceback; no known difference can explain it, and it fails in
+    every mode.
 """
 
 from __future__ import annotations
@@ -32,18 +37,27 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .checks import Conversion, Mismatch, all_checks, run_checks
+from .checks import Conversion, InternalError, Mismatch, all_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
 from .reproducer import recipe_for, reproducer_source
+
+if TYPE_CHECKING:
+    import torch
+
+    from .converters import Converter
+    from .strategies.programs import Program
+    from .strategies.recipe import Recipe
 
 # Every converter this torch can run (see converters.CONVERTERS).
 DEFAULT_CONVERTERS = tuple(CONVERTERS)
 
 PASSED, FAILED, UNSUPPORTED, KNOWN = "passed", "failed", "unsupported", "known-difference"
-XPASS = "unexpectedly-passing"
-STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS)
+XPASS, INTERNAL = "unexpectedly-passing", "internal-error"
+STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS, INTERNAL)
+# The statuses that make a result not ok.
+FAILING = (FAILED, INTERNAL)
 
 
 @dataclasses.dataclass
@@ -53,7 +67,8 @@ class Outcome:
     ``mismatches``: the broken invariants that make it fail (with
     ``strict``, known ones too).  ``known``: (entry id, mismatch) for each
     difference a known-difference entry explains.  ``unexpectedly_passing``:
-    ids of entries that expected a difference that did not occur."""
+    ids of entries that expected a difference that did not occur.
+    ``internal_errors``: the checks that crashed (status ``internal-error``)."""
 
     converter: str
     status: str  # one of STATUSES
@@ -61,12 +76,14 @@ class Outcome:
     reason: str = ""  # why unsupported, or which known differences matched
     known: list[tuple[str, Mismatch]] = dataclasses.field(default_factory=list)
     unexpectedly_passing: list[str] = dataclasses.field(default_factory=list)
+    internal_errors: list[InternalError] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         head = f"converter {self.converter!r}: {self.status}"
         if self.reason:
             head += f" ({self.reason})"
-        lines = [head, *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)]
+        lines = [head, *("  " + e.describe().replace("\n", "\n  ") for e in self.internal_errors),
+                 *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)]
         shown = {id(m) for m in self.mismatches}
         for entry_id, m in self.known:
             if id(m) not in shown:
@@ -101,11 +118,16 @@ class FidelityResult:
 
     @property
     def ok(self) -> bool:
-        return all(o.status != FAILED for o in self.outcomes)
+        return all(o.status not in FAILING for o in self.outcomes)
 
     @property
     def failures(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status == FAILED]
+        """The outcomes that failed or met an internal error."""
+        return [o for o in self.outcomes if o.status in FAILING]
+
+    @property
+    def internal_errors(self) -> list[InternalError]:
+        return [e for o in self.outcomes for e in o.internal_errors]
 
     @property
     def unexpectedly_passing(self) -> list[Outcome]:
@@ -124,15 +146,22 @@ class FidelityResult:
 
 
 class FidelityError(AssertionError):
-    """Conversion was not faithful.  ``.result`` holds the structured result."""
+    """Conversion was not faithful, or a check crashed.  ``.result`` holds the
+    structured result.  When a check crashed, the error is chained to what
+    it raised (``__cause__``), so the traceback shows where."""
 
     def __init__(self, result: FidelityResult) -> None:
         self.result = result
         broken = sum(len(o.mismatches) for o in result.failures)
-        super().__init__(
-            f"{broken} broken invariant(s) across {len(result.failures)} converter(s)\n"
-            + result.describe()
-        )
+        internal = result.internal_errors
+        head = f"{broken} broken invariant(s) across {len(result.failures)} converter(s)"
+        if internal:
+            checks = ", ".join(dict.fromkeys(repr(e.check) for e in internal))
+            head = (f"internal error in check {checks} (a bug in pytest-metafidelity or in a "
+                    "registered check, not in torch)" + (f"; {head}" if broken else ""))
+        super().__init__(head + "\n" + result.describe())
+        if internal:
+            self.__cause__ = internal[0].error
 
 
 def _validate(names: Sequence[str] | None, registry: dict[str, Any], what: str) -> None:
@@ -141,9 +170,10 @@ def _validate(names: Sequence[str] | None, registry: dict[str, Any], what: str) 
             raise ValueError(f"unknown {what} {n!r}; allowed: {', '.join(registry)}")
 
 
-def convert_all(converter: Any, tensors: Sequence[Any], order: Sequence[int]) -> list[Any]:
+def convert_all(converter: "Converter", tensors: Sequence["torch.Tensor"], order: Sequence[int]
+                ) -> list["torch.Tensor | None"]:
     """Convert ``tensors`` through one converter, visiting them in ``order``."""
-    converted: list[Any] = [None] * len(tensors)
+    converted: list["torch.Tensor | None"] = [None] * len(tensors)
     for i in order:
         converted[i] = converter.convert(tensors[i])
     return converted
@@ -206,11 +236,12 @@ def _reproducer(recipe: Any, outcomes: list[Outcome], converters: list[str],
     """The reproducer of a result: the failing converters (else all), the
     checks that found something (else the checks asked for) and the program
     up to its first differing step."""
-    failing = [o.converter for o in outcomes if o.status == FAILED] or converters
+    failing = [o.converter for o in outcomes if o.status in FAILING] or converters
     # "conversion" (the converter raised) is not a check: it happens whatever
     # the checks, so a reproducer of only that runs no check at all.
     registry = all_checks()
     found = {m.check for o in outcomes for m in o.mismatches}
+    found |= {e.check for o in outcomes for e in o.internal_errors}
     failing_checks = sorted(found & set(registry)) or (
         checks if not found else [next(iter(registry))])
     if isinstance(recipe, Exception):
@@ -242,8 +273,9 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
 
 
 def _one_converter(
-    name: str, names: Sequence[str], tensors: Sequence[Any], checks: Sequence[str] | None,
-    order: Sequence[int], strict: bool = False, program: Any = None,
+    name: str, names: Sequence[str], tensors: Sequence["torch.Tensor"],
+    checks: Sequence[str] | None, order: Sequence[int], strict: bool = False,
+    program: "Program | None" = None,
 ) -> Outcome:
     from .checks.purity import capture
 
@@ -258,19 +290,9 @@ def _one_converter(
             before = capture(tuple(names), tuple(tensors))
             fakes = convert_all(converter, tensors, order)
             after = capture(tuple(names), tuple(tensors))
-            probes: list[Any] = []
-            converted = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
-                                   order=tuple(order), before=before, after=after,
-                                   release_probes=probes, program=program)
-            del fakes
-            mismatches = run_checks(converted, list(checks) if checks else None)
-            outcome = _judge(name, mismatches, converted, _checks_run(checks), strict)
-            # The last references to the converted tensors: the probes left by
-            # checks that must see them released (memo) run without them.
-            del converted, mismatches
-            return _with_unexplained(outcome, _run_probes(probes))
-        finally:
+        except Exception:
             converter.close()
+            raise
     except Unsupported as e:
         return Outcome(name, UNSUPPORTED, reason=str(e))
     except Exception as e:  # the converter crashed: a fidelity failure
@@ -281,12 +303,44 @@ def _one_converter(
                      f"{type(e).__name__}: {e}",
                      f"raised at {where.filename}:{where.lineno} in {where.name}")
         return _judge(name, [m], conversion, {"conversion"}, strict)
+    # From here on, whatever raises is ours (a check, the triage): an
+    # internal error, never a finding.
+    try:
+        probes: list[Callable[[], list[Mismatch]]] = []
+        converted = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
+                               order=tuple(order), before=before, after=after,
+                               release_probes=probes, program=program)
+        del fakes
+        internal: list[InternalError] = []
+        mismatches = run_checks(converted, list(checks) if checks else None, internal)
+        # A check that crashed did not run: the registry judges none of its entries.
+        ran = _checks_run(checks) - {e.check for e in internal}
+        try:
+            outcome = _judge(name, mismatches, converted, ran, strict)
+        except Exception as e:
+            internal.append(InternalError("known-differences", e))
+            outcome = Outcome(name, FAILED, mismatches)
+        # The last references to the converted tensors: the probes left by
+        # checks that must see them released (memo) run without them.
+        del converted, mismatches
+        outcome = _with_unexplained(outcome, _run_probes(probes, internal))
+        if internal:
+            outcome = dataclasses.replace(outcome, status=INTERNAL, internal_errors=internal)
+        return outcome
+    finally:
+        converter.close()
 
 
-def _run_probes(probes: list[Any]) -> list[Mismatch]:
+def _run_probes(probes: list[Callable[[], list[Mismatch]]],
+                internal_errors: list[InternalError]) -> list[Mismatch]:
+    __tracebackhide__ = True
     found: list[Mismatch] = []
     for probe in probes:
-        found += probe()
+        try:
+            found += probe()
+        except Exception as e:
+            check = getattr(probe, "check", None) or getattr(probe, "__module__", "").rsplit(".", 1)[-1]
+            internal_errors.append(InternalError(check, e))
     return found
 
 
@@ -342,7 +396,9 @@ def assert_faithful(
     every broken invariant, real vs fake, and a runnable reproducer.  Known
     differences pass (``strict=True``: fail); an entry that passed
     unexpectedly warns :class:`~.known_differences.UnexpectedlyPassing`
-    (``strict=True``: fails)."""
+    (``strict=True``: fails).  A check that crashed raises FidelityError
+    too, chained to the check's exception."""
+    __tracebackhide__ = True
     result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
                             strict=strict, program=program, programs=programs)
     if not result.ok:

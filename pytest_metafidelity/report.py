@@ -19,7 +19,7 @@ from typing import Any, Iterable
 
 PROPERTY = "metafidelity"
 COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing",
-           "crashed", "hung", "examples")
+           "internal-error", "crashed", "hung", "examples")
 
 
 def shorten(text: str, limit: int = 400) -> str:
@@ -100,6 +100,7 @@ def failure_records(
                 f.write(header + result.reproducer)
             records.append({
                 "signature": signature,
+                "internal_error": False,
                 "check": m.check,
                 "kind": kind,
                 "converter": outcome.converter,
@@ -113,6 +114,34 @@ def failure_records(
                 "replay": replay,
                 "nodeid": nodeid,
             })
+        records += _internal_error_records(outcome, result.reproducer, kind=kind,
+                                           nodeid=nodeid, directory=directory)
+    return records
+
+
+def _internal_error_records(outcome: Any, reproducer: str, *, kind: str, nodeid: str,
+                            directory: str) -> list[dict[str, Any]]:
+    """One record per check that crashed: an internal error, with its
+    traceback, kept apart from the findings (``internal_error``: True)."""
+    records = []
+    for e in outcome.internal_errors:
+        signature = f"internal-error|{e.check}|{kind}|{outcome.converter}|{type(e.error).__name__}"
+        digest = hashlib.sha1(signature.encode()).hexdigest()[:8]
+        path = os.path.join(directory, f"{_slug(kind)}-{_slug(outcome.converter)}-internal-error-"
+                                       f"{_slug(e.check)}-{digest}.py")
+        replay = f"python {path}"
+        with open(path, "w") as f:
+            f.write(f"# pytest-metafidelity: internal error in check {e.check!r} for {kind} "
+                    f"through {outcome.converter}\n# (a bug in the check, not in torch)\n"
+                    f"# Run: {replay}\n# Suite item: pytest --metafidelity \"{nodeid}\"\n"
+                    + reproducer)
+        records.append({
+            "signature": signature, "internal_error": True, "check": e.check, "kind": kind,
+            "converter": outcome.converter, "path": "*", "attribute": "internal error",
+            "real": "-", "fake": f"{type(e.error).__name__}: {e.error}", "detail": "",
+            "traceback": e.traceback(), "reproducer": reproducer, "reproducer_file": path,
+            "replay": replay, "nodeid": nodeid,
+        })
     return records
 
 
@@ -254,6 +283,13 @@ class Collector:
     def failures_text(self) -> str:
         parts = []
         for f in self.unique_failures():
+            if f.get("internal_error"):
+                parts.append(
+                    f"[internal error in check {f['check']!r}] {f['kind']} through "
+                    f"{f['converter']}: {shorten(f['fake'])}\n"
+                    + "    " + f["traceback"].rstrip().replace("\n", "\n    ") + "\n"
+                    f"    reproducer: {f['reproducer_file']}\n    replay: {f['replay']}")
+                continue
             parts.append(
                 f"[{f['check']}] {f['kind']} through {f['converter']}: {f['path']}: {f['attribute']}\n"
                 f"    real: {shorten(f['real'])}\n    fake: {shorten(f['fake'])}\n"

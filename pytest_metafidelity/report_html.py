@@ -20,6 +20,7 @@ from .report_merge import columns, merge
 STATUSES = (
     ("crashed", "#6b1f7a"),
     ("hung", "#b5531c"),
+    ("internal error", "#283593"),
     ("failed", "#c62828"),
     ("known difference", "#e0b000"),
     ("unsupported", "#9e9e9e"),
@@ -29,7 +30,8 @@ STATUSES = (
 
 
 # The count column behind each outcome (a cell shows its count / examples).
-STATUS_COLUMN = {"crashed": "crashed", "hung": "hung", "failed": "failed",
+STATUS_COLUMN = {"crashed": "crashed", "hung": "hung", "internal error": "internal-error",
+                 "failed": "failed",
                  "known difference": "known-difference", "unsupported": "unsupported",
                  "passed": "passed"}
 
@@ -42,6 +44,8 @@ def cell_status(item: dict[str, Any] | None) -> str:
     for status in ("crashed", "hung"):
         if counts.get(status, 0) or item.get("outcome") == status:
             return status
+    if counts.get("internal-error", 0):
+        return "internal error"
     if counts.get("failed", 0) or item.get("outcome") in ("failed", "error"):
         return "failed"
     if counts.get("known-difference", 0):

@@ -126,14 +126,62 @@ def all_checks() -> dict[str, CheckSpec]:
     return dict(sorted(_CHECKS.items(), key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
 
 
-def run_checks(conversion: Conversion, names: list[str] | None = None) -> list[Mismatch]:
-    """Run the named checks (default: all); a check that crashes is itself
-    reported as a mismatch rather than hiding the others."""
+class CheckCrashed(Exception):
+    """A check raised instead of returning its mismatches: a bug in the check
+    (or in the code it calls), never a finding about torch.  Chained to what
+    the check raised (``__cause__``)."""
+
+    def __init__(self, check: str) -> None:
+        super().__init__(f"internal error in check {check!r}")
+        self.check = check
+
+
+@dataclasses.dataclass(frozen=True)
+class InternalError:
+    """A check that crashed: ``error`` is what it raised, with its traceback.
+    Kept apart from :class:`Mismatch` so that no known difference can ever
+    explain it away."""
+
+    check: str
+    error: BaseException
+
+    @property
+    def signature(self) -> str:
+        return f"internal-error:{self.check}:{type(self.error).__name__}"
+
+    def traceback(self) -> str:
+        """The traceback from the check's own frame down (and anything the
+        error is chained to)."""
+        import traceback
+
+        tb = self.error.__traceback__
+        # run_checks' own frame says nothing about the crash.
+        while tb is not None and tb.tb_frame.f_locals.get("__tracebackhide__"):
+            tb = tb.tb_next
+        return "".join(traceback.format_exception(type(self.error), self.error, tb))
+
+    def describe(self) -> str:
+        return (f"[internal error in check {self.check!r}] a bug in pytest-metafidelity or in "
+                f"a registered check, not a difference in torch:\n"
+                + "    " + self.traceback().rstrip().replace("\n", "\n    "))
+
+
+def run_checks(conversion: Conversion, names: list[str] | None = None,
+               internal_errors: list[InternalError] | None = None) -> list[Mismatch]:
+    """Run the named checks (default: all) and return their mismatches.
+
+    A check that raises is an internal error, not a mismatch: with
+    ``internal_errors`` given, it is appended there and the other checks
+    still run; without, :class:`CheckCrashed` is raised, chained to the
+    check's exception."""
+    __tracebackhide__ = True
     registry = all_checks()
     found: list[Mismatch] = []
     for name in names or list(registry):
         try:
             found.extend(registry[name].fn(conversion))
-        except Exception as e:  # a crash is a finding, not a test-session crash
-            found.append(Mismatch(name, "*", "check raised", "-", f"{type(e).__name__}: {e}"))
+        except Exception as e:
+            if internal_errors is None:
+                raise CheckCrashed(name) from e
+            internal_errors.append(InternalError(name, e))
     return found

@@ -270,7 +270,7 @@ def _run_example(
     opts: "SuiteOptions | None", devices: list[str] | None
 ) -> None:
     from ..checks import all_checks
-    from ..faithful import FAILED, FidelityError, check_faithful
+    from ..faithful import FidelityError, check_faithful
     from ..reproducer import reproducer_source
 
     recipe, order = draw_case(data, item.kind, devices)
@@ -320,7 +320,7 @@ def _run_example(
         events = getattr(getattr(data, "conjecture_data", None), "events", None) or {}
         covered.update(f"{k}={v}" for k, v in events.items())
         run.record_entries(nodeid, result)
-    if any(o.status == FAILED for o in result.outcomes):
+    if not result.ok:  # failed, or a check met an internal error
         raise FidelityError(result)
 
 

@@ -1,0 +1,142 @@
+"""A check that crashes is an internal error, not a finding about torch: its
+own status, the traceback, never explained by the known-difference registry,
+shown by assert_faithful, the suite's table and the JSON records."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+from pytest_metafidelity import checks, known_differences
+from pytest_metafidelity.checks import CheckCrashed, Conversion, Mismatch, all_checks
+from pytest_metafidelity.faithful import (INTERNAL, FidelityError, assert_faithful,
+                                          check_faithful)
+from pytest_metafidelity.report import Collector, failure_records, item_record
+
+
+def _divides_by_zero(conv: Conversion) -> list[Mismatch]:
+    return [Mismatch("crashy", "t0", "ratio", 1, 1 // len(conv.names[1:]))]
+
+
+@pytest.fixture
+def crashy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A check, registered for the test, that raises ZeroDivisionError."""
+    all_checks()
+    monkeypatch.setitem(checks._CHECKS, "crashy",
+                        checks.CheckSpec("crashy", "crashes on purpose", _divides_by_zero))
+    yield "crashy"
+
+
+def _offset_lost(conv: Conversion) -> list[Mismatch]:
+    return [Mismatch("lossy", "t0", "storage_offset()", 1, 0)]
+
+
+def test_a_crashing_check_is_an_internal_error_with_its_traceback(crashy: str) -> None:
+    outcome = check_faithful(torch.ones(2), converters=["meta"],
+                             checks=["metadata", crashy]).outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    assert outcome.mismatches == []  # not disguised as a mismatch
+    [error] = outcome.internal_errors
+    assert error.check == "crashy" and isinstance(error.error, ZeroDivisionError)
+    text = outcome.describe()
+    assert "internal error in check 'crashy'" in text
+    assert "in _divides_by_zero" in text and "ZeroDivisionError" in text
+    assert "in run_checks" not in text  # the runner's frame is hidden
+
+
+def test_other_checks_still_run_and_report_beside_an_internal_error(
+        crashy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(checks._CHECKS, "lossy", checks.CheckSpec("lossy", "test", _offset_lost))
+    outcome = check_faithful(torch.ones(2), converters=["meta"],
+                             checks=[crashy, "lossy"]).outcomes[0]
+    assert outcome.status == INTERNAL
+    assert [m.check for m in outcome.mismatches] == ["lossy"]
+    assert [e.check for e in outcome.internal_errors] == ["crashy"]
+
+
+def test_the_registry_can_never_explain_an_internal_error_away(
+        crashy: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    real_triage = known_differences.triage
+
+    def explains_everything(converter: str, mismatches: list[Any], conversion: Any,
+                            ran: Any, *args: Any) -> Any:
+        seen.append((list(mismatches), set(ran)))
+        t = real_triage(converter, mismatches, conversion, ran, *args)
+        t.explained += [("explains-everything", m) for m in t.unexplained]
+        t.unexplained = []
+        return t
+
+    monkeypatch.setattr(known_differences, "triage", explains_everything)
+    monkeypatch.setitem(checks._CHECKS, "lossy", checks.CheckSpec("lossy", "test", _offset_lost))
+    outcome = check_faithful(torch.ones(2), converters=["meta"],
+                             checks=[crashy, "lossy"]).outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [(mismatches, ran)] = seen
+    # The registry saw the mismatch, never the crash, and judges no entry of
+    # the check that crashed (it did not run).
+    assert [m.check for m in mismatches] == ["lossy"]
+    assert "crashy" not in ran and "lossy" in ran
+
+
+def test_a_crash_in_the_triage_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> Any:
+        raise KeyError("no such entry")
+
+    monkeypatch.setattr(known_differences, "triage", broken)
+    outcome = check_faithful(torch.ones(2), converters=["meta"], checks=["metadata"]).outcomes[0]
+    assert outcome.status == INTERNAL
+    assert [e.check for e in outcome.internal_errors] == ["known-differences"]
+
+
+def test_assert_faithful_raises_chained_to_the_checks_error(crashy: str) -> None:
+    with pytest.raises(FidelityError) as info:
+        assert_faithful(torch.ones(2), converters=["meta"], checks=[crashy])
+    message = str(info.value)
+    assert message.startswith("internal error in check 'crashy'")
+    assert "not in torch" in message
+    assert isinstance(info.value.__cause__, ZeroDivisionError)
+    assert "checks=['crashy']" in info.value.result.reproducer
+
+
+def test_a_crash_inside_an_inner_check_names_the_outer_check_and_chains(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_metafidelity.checks import wrappers
+    from torch.testing._internal.two_tensor import TwoTensor
+
+    all_checks()
+    monkeypatch.setattr(wrappers, "INNER_CHECKS", ("crashy",))
+    monkeypatch.setitem(checks._CHECKS, "crashy",
+                        checks.CheckSpec("crashy", "crashes on purpose", _divides_by_zero))
+    t = TwoTensor(torch.ones(2), torch.zeros(2))
+    outcome = check_faithful(t, converters=["fake"], checks=["wrappers"]).outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "wrappers" and isinstance(error.error, CheckCrashed)
+    assert isinstance(error.error.__cause__, ZeroDivisionError)
+    assert "internal error in check 'crashy'" in error.traceback()
+
+
+def test_the_suite_reports_internal_errors_in_the_table_and_json(
+        crashy: str, tmp_path: Any) -> None:
+    result = check_faithful(torch.ones(2), converters=["meta"], checks=["metadata", crashy])
+    records = failure_records(FidelityError(result), kind="dense", converter="meta",
+                              nodeid="suite::test_fidelity[dense-meta]", directory=str(tmp_path))
+    [record] = records
+    assert record["internal_error"] is True and record["check"] == "crashy"
+    assert "_divides_by_zero" in record["traceback"]
+    assert "internal error in check 'crashy'" in open(record["reproducer_file"]).read()
+    tally = Counter({"examples": 1, result.outcomes[0].status: 1})
+    collector = Collector()
+    collector.add(item_record("suite::test_fidelity[dense-meta]", "dense", "meta", tally,
+                              "failed", records, ""))
+    header, _, row, total = collector.table().splitlines()
+    column = header.split().index("internal-error")
+    assert row.split()[column] == "1" and total.split()[column + 1] == "1"
+    assert row.split()[header.split().index("failed")] == "0"
+    text = collector.failures_text()
+    assert text.startswith("[internal error in check 'crashy'] dense through meta")
+    assert "ZeroDivisionError" in text and "_divides_by_zero" in text
