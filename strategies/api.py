@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from hypothesis import event, note
 from hypothesis import strategies as st
@@ -10,7 +10,12 @@ from hypothesis.errors import InvalidArgument
 
 from .config import make_config
 from .kinds import Kind, all_kinds, available_kinds
+from .lazy import lazy
 from .recipe import Recipe, RecipeBuilder
+from .torch_notices import quiet_torch_notices
+
+if TYPE_CHECKING:
+    import torch
 
 
 def select_kinds(
@@ -78,7 +83,21 @@ def recipes(
     ``None`` both.  ``generation`` takes the arguments of :func:`meta_tensors`.
     Kinds that need a live context are included; build their tensors with
     ``with recipe.active_contexts() as ns: recipe.build_in(ns)``.
+    Arguments are checked when the test runs (``InvalidArgument``).
     """
+    return lazy(recipes, recipe_strategy, dict(kinds=kinds, exclude_kinds=exclude_kinds,
+                                               family=family, **generation))
+
+
+def recipe_strategy(
+    *,
+    kinds: Iterable[str] | str | None = None,
+    exclude_kinds: Iterable[str] | str | None = None,
+    family: bool | None = False,
+    **generation: Any,
+) -> st.SearchStrategy[Recipe]:
+    """:func:`recipes`, with its arguments checked now: for the suite, which
+    makes one per example."""
     chosen = select_kinds(kinds, exclude_kinds, family=family)
     cfg = make_config(**generation)
     return _recipes(chosen, cfg)
@@ -98,16 +117,20 @@ def _draw_recipe(draw: Any, chosen: list[Kind], cfg: Any) -> Recipe:
     b = RecipeBuilder()
     b.kind(k.name)  # the "# kinds:" header of the recipe's source
     try:
-        outputs = k.draw(draw, b, cfg)
-        recipe = b.finish(outputs)
+        with quiet_torch_notices():
+            outputs = k.draw(draw, b, cfg)
+            recipe = b.finish(outputs)
     finally:
         b.close()
     event(f"kind: {k.name}")
     return recipe
 
 
-def _built(recipe: Recipe) -> tuple[Any, ...]:
-    tensors = recipe.build()
+def _quiet_built(recipe: Recipe) -> tuple["torch.Tensor", ...]:
+    """The recipe's tensors, for the user's test (torch's notices about the
+    dtypes and layouts we chose kept out of it)."""
+    with quiet_torch_notices():
+        tensors = recipe.build()
     note(f"metafidelity reproducer:\n{recipe.to_python()}")
     return tensors
 
@@ -125,7 +148,7 @@ def meta_tensors(
     devices: Any = None,
     requires_grad: Any = None,
     max_storage_bytes: int = 1 << 16,
-) -> st.SearchStrategy[Any]:
+) -> st.SearchStrategy["torch.Tensor"]:
     """A strategy for one tensor of any kind the converter handles.
 
     Arguments follow ``hypothesis.extra.numpy.arrays``: each takes a value or
@@ -139,15 +162,19 @@ def meta_tensors(
     value, or None for both.  ``max_storage_bytes``: bound on each storage.
 
     The tensor's recipe travels with it (``recipe_of(t)``) and is printed as
-    runnable Python in Hypothesis' falsifying-example notes.
+    runnable Python in Hypothesis' falsifying-example notes.  Arguments are
+    checked when the test runs (``InvalidArgument``), not when the strategy
+    is made.
     """
+    # locals(): exactly the arguments, as given.
+    return lazy(meta_tensors, _meta_tensor_strategy, dict(locals()))
+
+
+def _meta_tensor_strategy(*, kinds: Any, exclude_kinds: Any, **generation: Any
+                          ) -> st.SearchStrategy["torch.Tensor"]:
     chosen = select_kinds(kinds, exclude_kinds, family=False, allow_context=False)
-    cfg = make_config(
-        dtype=dtype, shape=shape, min_dims=min_dims, max_dims=max_dims, min_side=min_side,
-        max_side=max_side, devices=devices, requires_grad=requires_grad,
-        max_storage_bytes=max_storage_bytes, printable=True,
-    )
-    return _recipes(chosen, cfg).map(lambda r: _built(r)[0])
+    cfg = make_config(**generation, printable=True)
+    return _recipes(chosen, cfg).map(lambda r: _quiet_built(r)[0])
 
 
 def tensor_families(
@@ -155,12 +182,18 @@ def tensor_families(
     kinds: Iterable[str] | str | None = None,
     exclude_kinds: Iterable[str] | str | None = None,
     **generation: Any,
-) -> st.SearchStrategy[tuple[Any, ...]]:
+) -> st.SearchStrategy[tuple["torch.Tensor", ...]]:
     """A strategy for a tuple of tensors that alias each other (views of one
     base, ``set_`` aliases, grads that alias, subclasses with aliasing inner
     tensors).  Takes the arguments of :func:`meta_tensors`; ``kinds`` names
     family kinds.  Convert the tuple through one converter: aliasing bugs only
     show across tensors converted together."""
+    return lazy(tensor_families, _family_strategy,
+                dict(kinds=kinds, exclude_kinds=exclude_kinds, **generation))
+
+
+def _family_strategy(*, kinds: Any, exclude_kinds: Any, **generation: Any
+                     ) -> st.SearchStrategy[tuple["torch.Tensor", ...]]:
     chosen = select_kinds(kinds, exclude_kinds, family=True, allow_context=False)
     cfg = make_config(**generation, printable=True)
-    return _recipes(chosen, cfg).map(_built)
+    return _recipes(chosen, cfg).map(_quiet_built)

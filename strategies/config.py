@@ -15,6 +15,8 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from .torch_notices import quiet_torch_notices
+
 # Simplest first: sampled_from shrinks toward index 0.
 _DTYPE_ORDER = (
     "float32", "float64", "int64", "int32", "bool", "float16", "bfloat16",
@@ -42,8 +44,9 @@ def supported_dtypes() -> tuple[Any, ...]:
         if not isinstance(dtype, torch.dtype):
             continue
         try:
-            t = torch.zeros(4, dtype=dtype)
-            FakeTensorMode().from_tensor(t[1:])
+            with quiet_torch_notices():  # our probe, not the user's code
+                t = torch.zeros(4, dtype=dtype)
+                FakeTensorMode().from_tensor(t[1:])
         except Exception:
             continue
         found.append(dtype)
@@ -61,7 +64,8 @@ def printable_dtypes() -> tuple[Any, ...]:
     found = []
     for dtype in supported_dtypes():
         try:
-            repr(torch.zeros(2, dtype=dtype))
+            with quiet_torch_notices():
+                repr(torch.zeros(2, dtype=dtype))
         except Exception:
             continue
         found.append(dtype)

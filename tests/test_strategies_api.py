@@ -99,7 +99,7 @@ def test_shrinks_a_view_to_a_simple_view() -> None:
 )
 def test_bad_arguments_raise_invalid_argument_naming_them(kwargs: dict, words: list) -> None:
     with pytest.raises(InvalidArgument) as info:
-        meta_tensors(**kwargs).example()
+        meta_tensors(**kwargs).validate()
     for word in words:
         assert word in str(info.value)
 
@@ -165,3 +165,103 @@ def test_strategies_never_initialise_cuda() -> None:
         "assert not torch.cuda.is_initialized()"
     )
     subprocess.run([sys.executable, "-W", "ignore", "-c", code], check=True)
+
+
+# -- arguments are checked when the test runs -----------------------------------------
+
+
+@pytest.mark.parametrize("make, shown", [
+    (lambda: meta_tensors(kinds=["view"]), "meta_tensors(kinds=['view'])"),
+    (lambda: meta_tensors(), "meta_tensors()"),
+    (lambda: meta_tensors(dtype=torch.float64, max_side=3),
+     "meta_tensors(dtype=torch.float64, max_side=3)"),
+    (lambda: tensor_families(kinds="set_alias"), "tensor_families(kinds='set_alias')"),
+    (lambda: recipes(kinds=["dense"], family=None, devices="cpu"),
+     "recipes(kinds=['dense'], family=None, devices='cpu')"),
+])
+def test_strategies_show_the_call_that_made_them(make: object, shown: str) -> None:
+    assert repr(make()) == shown  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: meta_tensors(kinds=["nope"]),
+    lambda: tensor_families(max_side=-1),
+    lambda: recipes(exclude_kinds="nope"),
+])
+def test_bad_arguments_fail_when_the_test_runs_not_when_it_is_defined(make: object) -> None:
+    strategy = make()  # type: ignore[operator]  # no error yet: defining a test
+    ran: list[object] = []
+
+    @settings(max_examples=2, database=None)
+    @given(strategy)
+    def user_test(value: object) -> None:
+        ran.append(value)
+
+    with pytest.raises(InvalidArgument):
+        user_test()
+    assert ran == []
+
+
+def test_a_bad_argument_fails_its_test_alone_not_the_collection(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from hypothesis import given, settings
+        from pytest_metafidelity import meta_tensors
+
+        @given(meta_tensors(kinds=["view"], max_side=-1))
+        def test_bad(t):
+            pass
+
+        @settings(max_examples=3, deadline=None)
+        @given(meta_tensors(kinds=["dense"]))
+        def test_good(t):
+            pass
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*InvalidArgument*max_side=-1*"])
+
+
+# -- torch's notices about our choices of dtype and layout stay out of user tests -----
+
+
+def test_user_tests_record_no_torch_notice_about_dtypes_or_layouts(
+        pytester: pytest.Pytester) -> None:
+    # A subprocess: torch gives each notice once per process.
+    pytester.makepyfile(
+        """
+        import warnings
+        import torch
+        from hypothesis import given, settings
+        from pytest_metafidelity import meta_tensors, tensor_families
+
+        @settings(max_examples=15, deadline=None, database=None)
+        @given(meta_tensors(dtype=torch.complex32, kinds=["dense", "view"]))
+        def test_complex32(t):
+            assert t.dtype == torch.complex32
+
+        @settings(max_examples=15, deadline=None, database=None)
+        @given(meta_tensors(kinds=["sparse_csr", "sparse_bsc", "sparse_coo"]))
+        def test_sparse(t):
+            assert t.layout != torch.strided
+
+        def test_filters_are_as_before():
+            before = list(warnings.filters)
+
+            @settings(max_examples=5, deadline=None, database=None)
+            @given(meta_tensors(kinds=["sparse_csr"], dtype=torch.complex32))
+            def draw(t):
+                assert warnings.filters == before
+
+            draw()
+            assert warnings.filters == before
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:randomly",
+                                           "-W", "always::UserWarning")
+    result.assert_outcomes(passed=3)
+    text = result.stdout.str()
+    for notice in ("ComplexHalf support is experimental", "beta state",
+                   "Sparse invariant checks are implicitly disabled"):
+        assert notice not in text

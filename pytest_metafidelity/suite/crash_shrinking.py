@@ -131,7 +131,8 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
     from hypothesis.database import InMemoryExampleDatabase
 
     from ..reproducer import reproducer_source
-    from .runner import draw_program, draw_case, quiet_torch_notices
+    from ..strategies.torch_notices import quiet_torch_notices
+    from .runner import draw_case, draw_program
 
     started = time.monotonic()
     case_timeout = max(min(record.get("timeout") or 60.0, seconds), 1.0)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from ..strategies.torch_notices import quiet_torch_notices
 from .budget import TimeBudget
 from .journal import Journal, JournalEntry, RUNNING, encode_choices
 
@@ -133,9 +134,10 @@ class SuiteRun:
 def draw_case(data: Any, kind: str, devices: list[str] | None) -> tuple["Recipe", list[int]]:
     """An example's recipe of ``kind`` and its conversion order: the draws
     every suite example makes, in this order (crash shrinking replays them)."""
-    from ..strategies import recipes
+    from ..strategies.api import recipe_strategy
 
-    recipe = data.draw(recipes(kinds=[kind], family=None, devices=devices), label="recipe")
+    recipe = data.draw(recipe_strategy(kinds=[kind], family=None, devices=devices),
+                       label="recipe")
     order = data.draw(st.permutations(range(len(recipe.outputs))), label="conversion order")
     return recipe, order
 
@@ -246,23 +248,6 @@ def run_example(run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str) -
     devices = list(opts.devices) if opts else None
     with quiet_torch_notices():
         _run_example(run, item, data, nodeid, opts, devices)
-
-
-# Torch's notices about experimental dtypes and beta layouts: the suite uses
-# them on purpose, so they are noise in its output.
-TORCH_NOTICES = (
-    "ComplexHalf support is experimental",
-    "Sparse invariant checks are implicitly disabled",
-    r"Sparse \w+ tensor support is in beta state",
-)
-
-
-@contextlib.contextmanager
-def quiet_torch_notices() -> Iterator[None]:
-    with warnings.catch_warnings():
-        for message in TORCH_NOTICES:
-            warnings.filterwarnings("ignore", message=message, category=UserWarning)
-        yield
 
 
 def _run_example(

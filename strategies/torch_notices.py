@@ -1,0 +1,30 @@
+"""Torch's notices about experimental dtypes and beta layouts, kept quiet.
+
+Our strategies build complex32 tensors, sparse compressed layouts and
+tensors whose sparse invariants are not checked on purpose; torch warns about
+each the first time.  Those notices are about our choices, not the user's
+code, so drawing and building tensors (and the suite) run with them ignored
+-- inside ``warnings.catch_warnings``, so the process's warning filters are
+the same afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from typing import Iterator
+
+TORCH_NOTICES = (
+    "ComplexHalf support is experimental",
+    "Sparse invariant checks are implicitly disabled",
+    r"Sparse \w+ tensor support is in beta state",
+)
+
+
+@contextlib.contextmanager
+def quiet_torch_notices() -> Iterator[None]:
+    """Ignore :data:`TORCH_NOTICES` within the block."""
+    with warnings.catch_warnings():
+        for message in TORCH_NOTICES:
+            warnings.filterwarnings("ignore", message=message, category=UserWarning)
+        yield
