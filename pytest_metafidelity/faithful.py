@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .checks import Conversion, InternalError, Mismatch, all_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
-from .reproducer import recipe_for, reproducer_source
+from .reproducer import checked_reproducer, recipe_for, reproducer_source
 
 if TYPE_CHECKING:
     import torch
@@ -228,14 +228,16 @@ def check_faithful(
         outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
-        program))
+        program, strict))
 
 
-def _reproducer(recipe: Any, outcomes: list[Outcome], converters: list[str],
-                checks: Sequence[str] | None, order: list[int], program: Any = None) -> str:
+def _reproducer(recipe: "Recipe | Exception", outcomes: list[Outcome], converters: list[str],
+                checks: Sequence[str] | None, order: list[int],
+                program: "Program | None" = None, strict: bool = False) -> str:
     """The reproducer of a result: the failing converters (else all), the
     checks that found something (else the checks asked for) and the program
-    up to its first differing step."""
+    up to its first differing step.  A recipe written from the tensors'
+    metadata is run once first: shown only if it gives the same outcomes."""
     failing = [o.converter for o in outcomes if o.status in FAILING] or converters
     # "conversion" (the converter raised) is not a check: it happens whatever
     # the checks, so a reproducer of only that runs no check at all.
@@ -246,8 +248,11 @@ def _reproducer(recipe: Any, outcomes: list[Outcome], converters: list[str],
         checks if not found else [next(iter(registry))])
     if isinstance(recipe, Exception):
         return f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
-    return reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
-                             program=_program_shown(program, outcomes))
+    shown = _program_shown(program, outcomes)
+    source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
+                               program=shown)
+    return checked_reproducer(source, recipe, [o for o in outcomes if o.converter in failing],
+                              checks=failing_checks, order=order, strict=strict, program=shown)
 
 
 def _program_shown(program: Any, outcomes: Sequence[Outcome]) -> Any:

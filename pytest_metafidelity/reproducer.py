@@ -1,19 +1,23 @@
 """Reproducers: runnable Python that rebuilds the tensors and re-runs the check.
 
 Tensors drawn from our strategies carry their recipe, which is replayed
-verbatim.  For tensors made by hand, :func:`describe_as_recipe` writes a
-recipe from their metadata (dense strided tensors, views and shared storages;
-other layouts get a comment saying what could not be rebuilt), with the
-storages' bytes when they are small enough to print.
+verbatim.  For tensors made by hand, :func:`~.described.describe_as_recipe`
+writes a recipe from their metadata; before such a reproducer is shown,
+:func:`checked_reproducer` runs it once and shows it only if the rebuilt
+tensors give the same outcome -- else it says what is missing.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from .described import DescribedRecipe, describe_as_recipe
 from .strategies.recipe import Recipe, recipe_of
+
+if TYPE_CHECKING:
+    from .faithful import Outcome
 
 
 def recipe_for(tensors: Sequence[Any]) -> Recipe:
@@ -33,101 +37,6 @@ def _outputs_matching(recipe: Recipe, tensors: Sequence[Any]) -> tuple[str, ...]
     if len(tensors) == len(recipe.outputs):
         return recipe.outputs
     return None
-
-
-# Storages up to this size are rebuilt with their bytes (values matter to the
-# checks of carried real tensors); larger ones, and meta storages, are empty.
-MAX_STORAGE_BYTES_KEPT = 4096
-
-
-def describe_as_recipe(tensors: Sequence[Any]) -> Recipe:
-    """Write a recipe from the tensors' metadata and, for storages of at most
-    MAX_STORAGE_BYTES_KEPT bytes, their contents."""
-    b = _Describer()
-    names = [b.tensor(t) for t in tensors]
-    return Recipe(tuple(b.lines), tuple(names), (), (), ("described",))
-
-
-class _Describer:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-        self.storages: dict[int, str] = {}
-        self.tensors: dict[int, str] = {}
-        self.counter = 0
-
-    def fresh(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter - 1}"
-
-    def tensor(self, t: Any) -> str:
-        if id(t) in self.tensors:
-            return self.tensors[id(t)]
-        name = self.fresh("t")
-        self.tensors[id(t)] = name
-        try:
-            self._describe(name, t)
-        except Exception as e:  # wrappers without storage, exotic subclasses
-            self.lines.append(
-                f"{name} = None  # cannot rebuild a {type(t).__name__} from metadata alone "
-                f"({type(e).__name__}); shape {tuple(t.shape)}, dtype {t.dtype}"
-            )
-        return name
-
-    def _describe(self, name: str, t: Any) -> None:
-        torch = _torch()
-        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
-        plain = type(t) in (torch.Tensor, torch.nn.Parameter)
-        if t.layout != torch.strided or t.is_nested or not plain:
-            self.lines.append(
-                f"{name} = None  # cannot rebuild a {type(t).__name__} ({t.layout}) from metadata "
-                f"alone; shape {tuple(t.shape)}, dtype {t.dtype}"
-            )
-            return
-        shape, stride, offset = tuple(t.shape), tuple(t.stride()), t.storage_offset()
-        if t._is_view() and t._base is not None:
-            base = self.tensor(t._base)
-            self.lines.append(f"{name} = {base}.as_strided({shape}, {stride}, {offset})")
-        else:
-            storage = t.untyped_storage()
-            key = storage._cdata
-            if key not in self.storages:
-                sname = self.fresh("s")
-                self.storages[key] = sname
-                self.lines.append(f"{sname} = {_storage_expr(storage, dev)}")
-            self.lines.append(
-                f"{name} = torch.empty(0, dtype={t.dtype}{dev}).set_("
-                f"{self.storages[key]}, {offset}, {shape}, {stride})"
-            )
-            if t.requires_grad:
-                self.lines.append(f"{name}.requires_grad_()")
-        if t.is_conj():
-            self.lines.append(f"{name} = {name}.conj()  # conj bit")
-        if t.is_neg():
-            self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
-
-
-def _storage_expr(storage: Any, dev: str) -> str:
-    """Source for a storage of the same size: with the same bytes when it is
-    small and its bytes can be read, else uninitialized."""
-    torch = _torch()
-    nbytes = storage.nbytes()
-    if 0 < nbytes <= MAX_STORAGE_BYTES_KEPT and storage.device.type != "meta":
-        try:
-            data = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
-            hex_bytes = bytes(data.cpu().tolist()).hex()
-        except Exception:  # a storage without readable data
-            pass
-        else:
-            to = f".to({str(storage.device)!r})" if dev else ""
-            return (f"torch.frombuffer(bytearray.fromhex({hex_bytes!r}), dtype=torch.uint8)"
-                    f".clone(){to}.untyped_storage()")
-    return f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
-
-
-def _torch() -> Any:
-    import torch
-
-    return torch
 
 
 def reproducer_source(
@@ -184,3 +93,68 @@ def converter_imports(converters: Sequence[str]) -> str:
             lines.append(f"import sys; sys.path.insert(0, {folder!r})")
         lines.append(f"import {module}  # registers converter {name!r}")
     return "".join(line + "\n" for line in lines)
+
+
+def outcome_key(outcome: "Outcome") -> tuple[Any, ...]:
+    """What a reproducer must give again: the status, what broke (check,
+    tensor, attribute), the known differences and the checks that crashed."""
+    return (outcome.status,
+            tuple(sorted({(m.check, m.path, m.attribute) for m in outcome.mismatches})),
+            tuple(sorted({entry_id for entry_id, _ in outcome.known})),
+            tuple(sorted(outcome.unexpectedly_passing)),
+            tuple(sorted({e.check for e in outcome.internal_errors})))
+
+
+def reproduction_gaps(recipe: Recipe, outcomes: Sequence["Outcome"], *,
+                      checks: Sequence[str] | None, order: Sequence[int] | None,
+                      strict: bool = False, program: Any = None) -> list[str]:
+    """Rebuild the tensors from ``recipe`` in this process, check them again
+    as ``outcomes`` were, and say how the outcomes differ (empty: the
+    recipe reproduces them)."""
+    from .faithful import check_faithful
+
+    try:
+        with recipe.active_contexts() as namespace:
+            rebuilt = recipe.build_in(namespace)
+            again = check_faithful(*rebuilt, converters=[o.converter for o in outcomes],
+                                   checks=checks, order=order, strict=strict, program=program)
+    except Exception as e:
+        return [f"running it raised {type(e).__name__}: {e}"]
+    gaps = []
+    for before, after in zip(outcomes, again.outcomes):
+        if outcome_key(before) != outcome_key(after):
+            gaps.append(f"converter {before.converter!r}: {_summary(before)} with the given "
+                        f"tensors, {_summary(after)} with the rebuilt ones")
+    return gaps
+
+
+def _summary(outcome: "Outcome") -> str:
+    found = sorted({f"{m.check}: {m.path}: {m.attribute}" for m in outcome.mismatches}
+                   | {f"internal error in {e.check}" for e in outcome.internal_errors}
+                   | {f"known difference {i}" for i, _ in outcome.known})
+    return outcome.status + (f" [{'; '.join(found)}]" if found else "")
+
+
+def checked_reproducer(source: str, recipe: Recipe, outcomes: Sequence["Outcome"], *,
+                       checks: Sequence[str] | None, order: Sequence[int] | None,
+                       strict: bool = False, program: Any = None) -> str:
+    """``source`` (the reproducer of ``recipe``) if it is replayed from a
+    strategy's recipe, or if the tensors it rebuilds give ``outcomes``
+    again; else what is missing from it, with the code commented out."""
+    missing = list(getattr(recipe, "missing", ()))
+    if not isinstance(recipe, DescribedRecipe):
+        return source
+    gaps = reproduction_gaps(recipe, outcomes, checks=checks, order=order, strict=strict,
+                             program=program)
+    if not gaps and not missing:
+        return source
+    lines = ["# No reproducer: the tensors were written from their metadata, and"]
+    if gaps:
+        lines.append("# the rebuilt tensors do not give the same outcome:")
+        lines += [f"#   {g}" for g in gaps]
+    if missing:
+        lines.append("# not rebuilt:")
+        lines += [f"#   {m}" for m in missing]
+    lines.append("# What could be rebuilt, for reference:")
+    lines += ["# " + line if line else "#" for line in source.splitlines()]
+    return "\n".join(lines) + "\n"

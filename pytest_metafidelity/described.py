@@ -1,0 +1,299 @@
+"""Recipes written from tensors' metadata, for tensors our strategies did not build.
+
+:func:`describe_as_recipe` writes Python that rebuilds what the checks
+compare: storages (shared where the tensors share them, with their bytes when
+small enough to print), sizes, strides and offsets; views as ``as_strided`` of
+their base, made under ``no_grad`` or ``inference_mode`` where the view was;
+conj and neg bits; ``requires_grad``, non-leaves (an in-place op against a
+tensor requiring grad gives a tensor a history without moving its storage),
+``retain_grad()``, ``grad_dtype`` and ``.grad`` of any layout;
+``nn.Parameter`` and ``nn.Buffer``; sparse COO and compressed layouts through
+their index and value tensors; and traceable wrapper subclasses through
+``__tensor_flatten__``/``__tensor_unflatten__``, imported from their module.
+
+What cannot be rebuilt is listed in :attr:`DescribedRecipe.missing`, one
+line naming the tensor and what it lacks; :mod:`.reproducer` shows that list
+instead of code that would pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import warnings
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .strategies.recipe import Recipe
+
+if TYPE_CHECKING:
+    import torch
+
+# Storages up to this size are rebuilt with their bytes (values matter to the
+# checks of carried real tensors); larger ones, and meta storages, are empty.
+MAX_STORAGE_BYTES_KEPT = 4096
+
+DESCRIBED = "described"  # the recipe's kind
+
+
+@dataclasses.dataclass(frozen=True)
+class DescribedRecipe(Recipe):
+    """A recipe written from metadata; ``missing``: what it could not rebuild."""
+
+    missing: tuple[str, ...] = ()
+
+
+def describe_as_recipe(tensors: Sequence["torch.Tensor"]) -> DescribedRecipe:
+    """A recipe rebuilding ``tensors`` from their metadata and, for storages
+    of at most MAX_STORAGE_BYTES_KEPT bytes, their contents."""
+    d = _Describer()
+    names = [d.tensor(t, f"tensor {i}") for i, t in enumerate(tensors)]
+    return DescribedRecipe(tuple(d.lines), tuple(names), tuple(sorted(d.imports)), (),
+                           (DESCRIBED,), tuple(d.missing))
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+class _Describer:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.imports: set[str] = set()
+        self.missing: list[str] = []
+        self.storages: dict[int, str] = {}
+        self.tensors: dict[int, str] = {}
+        self.counter = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter - 1}"
+
+    def lack(self, name: str, path: str, what: str) -> None:
+        self.missing.append(f"{path} ({name}): {what}")
+
+    # -- one tensor --------------------------------------------------------
+    def tensor(self, t: "torch.Tensor", path: str) -> str:
+        """The name bound to ``t`` (described once; ``t.grad`` may be ``t``)."""
+        if id(t) in self.tensors:
+            return self.tensors[id(t)]
+        name = self.fresh("t")
+        self.tensors[id(t)] = name
+        try:
+            self._describe(name, t, path)
+        except Exception as e:  # a tensor whose metadata cannot be read
+            self.lines.append(f"{name} = None  # not rebuilt")
+            self.lack(name, path, f"a {type(t).__name__} whose metadata could not be read "
+                                  f"({type(e).__name__}: {e})")
+        return name
+
+    def _describe(self, name: str, t: "torch.Tensor", path: str) -> None:
+        torch = _torch()
+        if t.is_nested or torch._is_functional_tensor(t):
+            self.lines.append(f"{name} = None  # not rebuilt")
+            what = ("a nested tensor; rebuild it with torch.nested" if t.is_nested else
+                    "a C++ functional tensor; rebuild it with torch._to_functional_tensor")
+            self.lack(name, path, what)
+            return
+        if t.is_inference() and not t._is_view():
+            self.lines.append("with torch.inference_mode():")
+            at = len(self.lines)
+            self._body(name, t, path)
+            self.lines[at:] = ["    " + line for line in self.lines[at:]]
+        else:
+            self._body(name, t, path)
+        if self.lines[-1].endswith("# not rebuilt"):
+            return
+        if t.is_conj():
+            self.lines.append(f"{name} = {name}.conj()  # conj bit")
+        if t.is_neg():
+            self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
+        self._autograd(name, t, path)
+
+    def _body(self, name: str, t: "torch.Tensor", path: str) -> None:
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+        torch = _torch()
+        parameter = isinstance(t, torch.nn.Parameter)
+        traceable = is_traceable_wrapper_subclass(t)
+        if not traceable and type(t) not in (torch.Tensor, torch.nn.Parameter):
+            self.lines.append(f"{name} = None  # not rebuilt")
+            self.lack(name, path, f"{type(t).__qualname__} is not a traceable wrapper subclass "
+                                  "(no __tensor_flatten__): its state cannot be read")
+        elif t._is_view() and t._base is not None and not parameter:
+            if type(t._base) is not type(t):
+                self.lines.append(f"{name} = None  # not rebuilt")
+                self.lack(name, path, f"a {type(t).__qualname__} view of a "
+                                      f"{type(t._base).__qualname__}")
+            else:
+                self._view(name, t, path)
+        elif traceable:
+            self._subclass(name, t, path)
+        elif t.layout == torch.sparse_coo:
+            self._sparse_coo(name, t, path)
+        elif t.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+            self._sparse_compressed(name, t, path)
+        elif t.layout == torch.strided:
+            self._strided(name, t)
+        else:
+            self.lines.append(f"{name} = None  # not rebuilt")
+            self.lack(name, path, f"layout {t.layout} is not rebuilt")
+        if parameter and not self.lines[-1].endswith("# not rebuilt"):
+            self.lines.append(f"{name} = torch.nn.Parameter({name}, "
+                              f"requires_grad={t.requires_grad})")
+        elif getattr(t, "_is_buffer", False) and not self.lines[-1].endswith("# not rebuilt"):
+            self.lines.append(f"{name} = torch.nn.Buffer({name})")
+
+    def _strided(self, name: str, t: "torch.Tensor") -> None:
+        storage = t.untyped_storage()
+        key = storage._cdata
+        if key not in self.storages:
+            sname = self.fresh("s")
+            self.storages[key] = sname
+            self.lines.append(f"{sname} = {_storage_expr(storage)}")
+        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
+        self.lines.append(
+            f"{name} = torch.empty(0, dtype={t.dtype}{dev}).set_("
+            f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
+        from .converters import storage_too_small
+
+        if storage_too_small(t):  # set_ grew it: back to the size it had
+            self.lines.append(f"{self.storages[key]}.resize_({storage.nbytes()})  "
+                              "# smaller than the tensor reaches, as given")
+
+    def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
+        from .checks.autograd import creation_meta
+
+        base = self.tensor(t._base, f"{path}._base")
+        made = f"{name} = {base}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
+               f"{t.storage_offset()})"
+        how = str(creation_meta(t) or "")
+        if t.is_inference() or "INFERENCE_MODE" in how:
+            self.lines += ["with torch.inference_mode():", "    " + made]
+        elif "NO_GRAD_MODE" in how:
+            self.lines += ["with torch.no_grad():", "    " + made]
+        else:
+            self.lines.append(made)
+            if how and "DEFAULT" not in how:
+                self.lack(name, path, f"the view's creation_meta {how} (rebuilt as DEFAULT)")
+
+    def _subclass(self, name: str, t: "torch.Tensor", path: str) -> None:
+        cls = type(t)
+        source = _importable(cls)
+        attrs, ctx = t.__tensor_flatten__()
+        ctx_source = _literal(ctx)
+        if source is None or ctx_source is None:
+            self.lines.append(f"{name} = None  # not rebuilt")
+            why = (f"{cls.__qualname__} cannot be imported from {cls.__module__!r}"
+                   if source is None else
+                   f"its __tensor_flatten__ context {ctx!r} has no repr that evaluates to it")
+            self.lack(name, path, f"a {cls.__qualname__}: {why}")
+            return
+        self.imports.add(source)
+        inner = {a: self.tensor(getattr(t, a), f"{path}.{a}") for a in attrs}
+        args = ", ".join(f"{a!r}: {n}" for a, n in inner.items())
+        self.lines.append(f"{name} = {cls.__qualname__}.__tensor_unflatten__("
+                          f"{{{args}}}, {ctx_source}, {tuple(t.shape)}, {tuple(t.stride())})")
+
+    def _plain(self, t: "torch.Tensor", path: str) -> str:
+        """An index or value tensor of a sparse one: its storage, not its view-ness."""
+        name = self.fresh("t")
+        self._strided(name, t)
+        return name
+
+    def _sparse_coo(self, name: str, t: "torch.Tensor", path: str) -> None:
+        indices, values = self._plain(t._indices(), path), self._plain(t._values(), path)
+        self.lines.append(
+            f"{name} = torch.sparse_coo_tensor({indices}, {values}, {tuple(t.shape)}, "
+            f"is_coalesced={t.is_coalesced()}, check_invariants=False)")
+
+    def _sparse_compressed(self, name: str, t: "torch.Tensor", path: str) -> None:
+        torch = _torch()
+        if t.layout in (torch.sparse_csr, torch.sparse_bsr):
+            compressed, plain = t.crow_indices(), t.col_indices()
+        else:
+            compressed, plain = t.ccol_indices(), t.row_indices()
+        parts = [self._plain(x, path) for x in (compressed, plain, t.values())]
+        self.lines.append(
+            f"{name} = torch.sparse_compressed_tensor({', '.join(parts)}, {tuple(t.shape)}, "
+            f"layout={t.layout}, check_invariants=False)")
+
+    # -- autograd ----------------------------------------------------------
+    def _autograd(self, name: str, t: "torch.Tensor", path: str) -> None:
+        rebuilt_requires_grad = self._requires_grad_as_built(t)
+        if t.requires_grad and t.is_leaf and not rebuilt_requires_grad:
+            self.lines.append(f"{name}.requires_grad_()")
+        elif t.grad_fn is not None and not t._is_view():
+            # An in-place op against a tensor requiring grad: a history,
+            # the same storage, the same values.
+            self.lines.append(f"{name}.mul_(torch.ones((), dtype={t.dtype}, "
+                              "requires_grad=True))  # a non-leaf")
+        elif t.requires_grad != rebuilt_requires_grad:
+            self.lack(name, path, f"requires_grad={t.requires_grad} on a view whose base "
+                                  f"has requires_grad={not t.requires_grad}")
+        if t.grad_fn is not None and t.retains_grad:
+            self.lines.append(f"{name}.retain_grad()")
+        grad_dtype = getattr(t, "grad_dtype", None) if t.is_leaf and t.requires_grad else None
+        if grad_dtype is not None and grad_dtype != t.dtype:
+            self.lines.append(f"{name}.grad_dtype = {grad_dtype}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # .grad of a non-leaf warns
+            grad = t.grad
+        if grad is not None:
+            self.lines.append(f"{name}.grad = {self.tensor(grad, f'{path}.grad')}")
+
+    def _requires_grad_as_built(self, t: "torch.Tensor") -> bool:
+        """Whether the lines so far give ``t`` requires_grad: a view made
+        with grad mode on inherits it from its base."""
+        from .checks.autograd import creation_meta
+
+        if isinstance(t, _torch().nn.Parameter):
+            return t.requires_grad
+        if t._is_view() and t._base is not None and not t.is_inference():
+            return t._base.requires_grad and "NO_GRAD_MODE" not in str(creation_meta(t) or "")
+        return False
+
+
+def _importable(cls: type) -> str | None:
+    """``from module import Name`` for ``cls``, or None when that import
+    does not give ``cls`` back (classes in __main__ or in functions)."""
+    module, qualname = cls.__module__, cls.__qualname__
+    if "<locals>" in qualname or module == "__main__":
+        return None
+    try:
+        found: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return f"from {module} import {qualname.split('.')[0]}" if found is cls else None
+
+
+def _literal(value: Any) -> str | None:
+    """Source that evaluates to ``value`` (with torch imported), or None."""
+    text = repr(value)
+    try:
+        same = eval(text, {"torch": _torch()}) == value
+    except Exception:
+        return None
+    return text if same else None
+
+
+def _storage_expr(storage: Any) -> str:
+    """Source for a storage of the same size and device: with the same
+    bytes when it is small and its bytes can be read, else uninitialized."""
+    torch = _torch()
+    nbytes = storage.nbytes()
+    dev = "" if storage.device.type == "cpu" else f", device={str(storage.device)!r}"
+    if 0 < nbytes <= MAX_STORAGE_BYTES_KEPT and storage.device.type != "meta":
+        try:
+            data = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
+            hex_bytes = bytes(data.cpu().tolist()).hex()
+        except Exception:  # a storage without readable data
+            pass
+        else:
+            to = f".to({str(storage.device)!r})" if dev else ""
+            return (f"torch.frombuffer(bytearray.fromhex({hex_bytes!r}), dtype=torch.uint8)"
+                    f".clone(){to}.untyped_storage()")
+    return f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
