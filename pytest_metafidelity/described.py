@@ -47,6 +47,7 @@ def describe_as_recipe(tensors: Sequence["torch.Tensor"]) -> DescribedRecipe:
     of at most MAX_STORAGE_BYTES_KEPT bytes, their contents."""
     d = _Describer()
     names = [d.tensor(t, f"tensor {i}") for i, t in enumerate(tensors)]
+    d.finish()
     return DescribedRecipe(tuple(d.lines), tuple(names), tuple(sorted(d.imports)), (),
                            (DESCRIBED,), tuple(d.missing))
 
@@ -64,6 +65,9 @@ class _Describer:
         self.missing: list[str] = []
         self.storages: dict[int, str] = {}
         self.tensors: dict[int, str] = {}
+        self.described: list[tuple[str, "torch.Tensor"]] = []
+        # storages smaller than their tensors reach: name -> bytes
+        self.shrunk: dict[str, int] = {}
         self.counter = 0
 
     def fresh(self, prefix: str) -> str:
@@ -73,6 +77,24 @@ class _Describer:
     def lack(self, name: str, path: str, what: str) -> None:
         self.missing.append(f"{path} ({name}): {what}")
 
+    def finish(self) -> None:
+        """Shrink the storages set_ grew; name the version counters shared
+        outside a view tree (``detach()``), which set_ cannot share."""
+        for sname, nbytes in self.shrunk.items():
+            self.lines.append(f"{sname}.resize_({nbytes})  # smaller than its tensors reach")
+        from .checks.aliasing import version_partition
+
+        strided = [(n, t) for n, t in self.described
+                   if type(t) in (_torch().Tensor, _torch().nn.Parameter)]
+        labels = version_partition([t for _, t in strided])
+        for (name, t), label in zip(strided, labels):
+            if label is None:
+                continue
+            other, u = strided[label]
+            if _root(t) is not _root(u):
+                self.missing.append(f"{name} shares its version counter with {other} outside "
+                                    "a view (as after detach()): rebuilt with its own")
+
     # -- one tensor --------------------------------------------------------
     def tensor(self, t: "torch.Tensor", path: str) -> str:
         """The name bound to ``t`` (described once; ``t.grad`` may be ``t``)."""
@@ -80,6 +102,7 @@ class _Describer:
             return self.tensors[id(t)]
         name = self.fresh("t")
         self.tensors[id(t)] = name
+        self.described.append((name, t))
         try:
             self._describe(name, t, path)
         except Exception as e:  # a tensor whose metadata cannot be read
@@ -158,9 +181,8 @@ class _Describer:
             f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
         from .converters import storage_too_small
 
-        if storage_too_small(t):  # set_ grew it: back to the size it had
-            self.lines.append(f"{self.storages[key]}.resize_({storage.nbytes()})  "
-                              "# smaller than the tensor reaches, as given")
+        if storage_too_small(t):  # set_ grows it: shrunk back at the end
+            self.shrunk[self.storages[key]] = storage.nbytes()
 
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta
@@ -173,6 +195,8 @@ class _Describer:
             self.lines += ["with torch.inference_mode():", "    " + made]
         elif "NO_GRAD_MODE" in how:
             self.lines += ["with torch.no_grad():", "    " + made]
+        elif "MULTI_OUTPUT_NODE" in how:  # made by unbind/split/chunk
+            self.lines.append(made + ".unsqueeze(0).unbind(0)[0]  # a multi-output view")
         else:
             self.lines.append(made)
             if how and "DEFAULT" not in how:
@@ -253,6 +277,10 @@ class _Describer:
         if t._is_view() and t._base is not None and not t.is_inference():
             return t._base.requires_grad and "NO_GRAD_MODE" not in str(creation_meta(t) or "")
         return False
+
+
+def _root(t: "torch.Tensor") -> "torch.Tensor":
+    return t._base if t._is_view() and t._base is not None else t
 
 
 def _importable(cls: type) -> str | None:

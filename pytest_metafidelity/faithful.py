@@ -180,7 +180,7 @@ def convert_all(converter: "Converter", tensors: Sequence["torch.Tensor"], order
 
 
 def check_faithful(
-    *tensors: Any,
+    *tensors: "torch.Tensor",
     converters: Sequence[str] | str | None = None,
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
@@ -255,7 +255,8 @@ def _reproducer(recipe: "Recipe | Exception", outcomes: list[Outcome], converter
                               checks=failing_checks, order=order, strict=strict, program=shown)
 
 
-def _program_shown(program: Any, outcomes: Sequence[Outcome]) -> Any:
+def _program_shown(program: "Program | None", outcomes: Sequence[Outcome]
+                   ) -> "Program | None":
     """The program for the reproducer: up to its first differing step."""
     if program is None:
         return None
@@ -359,7 +360,7 @@ def _with_unexplained(outcome: Outcome, found: list[Mismatch]) -> Outcome:
     return dataclasses.replace(outcome, status=FAILED, mismatches=failing)
 
 
-def _judge(name: str, mismatches: list[Mismatch], conversion: Any, ran: set[str],
+def _judge(name: str, mismatches: list[Mismatch], conversion: Conversion, ran: set[str],
            strict: bool) -> Outcome:
     from .known_differences import triage
 
@@ -389,7 +390,7 @@ def _judge(name: str, mismatches: list[Mismatch], conversion: Any, ran: set[str]
 
 
 def assert_faithful(
-    *tensors: Any,
+    *tensors: "torch.Tensor",
     converters: Sequence[str] | str | None = None,
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,

@@ -15,7 +15,12 @@ import platform
 import re
 import sys
 from collections import Counter
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from .faithful import FidelityError, Outcome
+    from .options import SuiteOptions
+    from .suite.runner import ExampleCrashed
 
 PROPERTY = "metafidelity"
 COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing",
@@ -39,21 +44,21 @@ def _errors_of(exc: BaseException | None, cls: type) -> list[Any]:
     return []
 
 
-def fidelity_errors(exc: BaseException | None) -> list[Any]:
+def fidelity_errors(exc: BaseException | None) -> list["FidelityError"]:
     """The FidelityErrors in ``exc``."""
     from .faithful import FidelityError
 
     return _errors_of(exc, FidelityError)
 
 
-def crash_errors(exc: BaseException | None) -> list[Any]:
+def crash_errors(exc: BaseException | None) -> list["ExampleCrashed"]:
     """The ExampleCrashed errors in ``exc`` (examples that exited Python)."""
     from .suite.runner import ExampleCrashed
 
     return _errors_of(exc, ExampleCrashed)
 
 
-def exit_crash_record(error: Any, *, kind: str, converter: str, nodeid: str,
+def exit_crash_record(error: "ExampleCrashed", *, kind: str, converter: str, nodeid: str,
                       directory: str) -> dict[str, Any]:
     """The crash record of an example that raised SystemExit (Hypothesis
     shrank it in-process, like any failure)."""
@@ -77,7 +82,7 @@ def _slug(text: str) -> str:
 
 
 def failure_records(
-    error: Any, *, kind: str, converter: str, nodeid: str, directory: str
+    error: "FidelityError", *, kind: str, converter: str, nodeid: str, directory: str
 ) -> list[dict[str, Any]]:
     """One record per broken invariant, with the reproducer written to a file."""
     result = error.result
@@ -119,7 +124,7 @@ def failure_records(
     return records
 
 
-def _internal_error_records(outcome: Any, reproducer: str, *, kind: str, nodeid: str,
+def _internal_error_records(outcome: "Outcome", reproducer: str, *, kind: str, nodeid: str,
                             directory: str) -> list[dict[str, Any]]:
     """One record per check that crashed: an internal error, with its
     traceback, kept apart from the findings (``internal_error``: True)."""
@@ -312,7 +317,7 @@ class Collector:
                          f"    reproducer: {records[0]['reproducer_file']}")
         return "\n".join(parts)
 
-    def document(self, options: Any, seed: Any) -> dict[str, Any]:
+    def document(self, options: "SuiteOptions", seed: Any) -> dict[str, Any]:
         import torch
 
         devices = ["cpu"]
@@ -345,7 +350,7 @@ class Collector:
             "crashes": self.unique_crashes(),
         }
 
-    def write_json(self, path: str, options: Any, seed: Any) -> None:
+    def write_json(self, path: str, options: "SuiteOptions", seed: Any) -> None:
         directory = os.path.dirname(os.path.abspath(path))
         os.makedirs(directory, exist_ok=True)
         with open(path, "w") as f:

@@ -141,11 +141,11 @@ def checked_reproducer(source: str, recipe: Recipe, outcomes: Sequence["Outcome"
     """``source`` (the reproducer of ``recipe``) if it is replayed from a
     strategy's recipe, or if the tensors it rebuilds give ``outcomes``
     again; else what is missing from it, with the code commented out."""
-    missing = list(getattr(recipe, "missing", ()))
     if not isinstance(recipe, DescribedRecipe):
         return source
-    gaps = reproduction_gaps(recipe, outcomes, checks=checks, order=order, strict=strict,
-                             program=program)
+    missing = list(recipe.missing)
+    gaps = [] if missing else reproduction_gaps(recipe, outcomes, checks=checks, order=order,
+                                                strict=strict, program=program)
     if not gaps and not missing:
         return source
     lines = ["# No reproducer: the tensors were written from their metadata, and"]

@@ -38,7 +38,7 @@ def test_plugin_import_does_not_import_torch() -> None:
     code = (
         "import sys, pytest_metafidelity, pytest_metafidelity.plugin;"
         "assert 'torch' not in sys.modules, 'torch imported';"
-        "assert 'hypothesis' not in sys.modules or True"
+        "assert 'hypothesis' not in sys.modules, 'hypothesis imported'"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -103,7 +103,9 @@ def test_bad_option_is_a_usage_error(
     result = pytester.runpytest_subprocess("--metafidelity", f"{option}={value}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     err = result.stderr.str()
-    assert option in err and repr(value.split(",")[-1]) in err or value in err
+    bad = value.split(",")[-1]
+    assert option in err
+    assert bad in err  # the bad value, quoted or not
     assert valid in err
 
 

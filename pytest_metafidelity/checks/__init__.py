@@ -19,7 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..converters import Converter
+    from ..strategies.programs import Program
+    from .purity import Snapshot
 
 # Modules defining checks, in report order.
 CHECK_MODULES = (
@@ -72,17 +79,19 @@ class Conversion:
     it on its own."""
 
     names: tuple[str, ...]
-    real: tuple[Any, ...]
-    fake: tuple[Any, ...]
-    converter: Any
+    real: tuple["torch.Tensor", ...]
+    # None where the conversion has not made it (it raised)
+    fake: tuple["torch.Tensor | None", ...]
+    # a Converter; the behaviour check passes a stand-in with its attributes
+    converter: "Converter | Any"
     order: tuple[int, ...] | None = None
-    before: Any = None
-    after: Any = None
+    before: "Snapshot | None" = None
+    after: "Snapshot | None" = None
     inner: bool = False
     release_probes: list[Callable[[], list["Mismatch"]]] | None = None
-    program: Any = None
+    program: "Program | None" = None
 
-    def pairs(self) -> Iterator[tuple[str, Any, Any]]:
+    def pairs(self) -> Iterator[tuple[str, "torch.Tensor", "torch.Tensor | None"]]:
         return iter(zip(self.names, self.real, self.fake))
 
 

@@ -34,6 +34,7 @@ from .journal import Journal, JournalEntry, RUNNING, encode_choices
 if TYPE_CHECKING:
     from ..faithful import FidelityResult
     from ..options import SuiteOptions
+    from ..strategies.programs import Program
     from ..strategies.recipe import Recipe
     from .budget import ItemSpending
 
@@ -309,7 +310,8 @@ def _run_example(
         raise FidelityError(result)
 
 
-def draw_program(data: Any, recipe: Any, opts: "SuiteOptions | None") -> Any:
+def draw_program(data: Any, recipe: "Recipe", opts: "SuiteOptions | None"
+                 ) -> "Program | None":
     """The ``behaviour`` check's program, when that check runs (none is
     drawn where programs do not apply to the recipe's kind)."""
     if opts is not None and "behaviour" not in opts.checks:
