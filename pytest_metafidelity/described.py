@@ -37,9 +37,12 @@ DESCRIBED = "described"  # the recipe's kind
 
 @dataclasses.dataclass(frozen=True)
 class DescribedRecipe(Recipe):
-    """A recipe written from metadata; ``missing``: what it could not rebuild."""
+    """A recipe written from metadata.  ``missing``: tensors it cannot build
+    (None in its lines); ``approximations``: what it builds without (a
+    likely cause when the rebuilt tensors do not give the same outcome)."""
 
     missing: tuple[str, ...] = ()
+    approximations: tuple[str, ...] = ()
 
 
 def describe_as_recipe(tensors: Sequence["torch.Tensor"]) -> DescribedRecipe:
@@ -49,7 +52,7 @@ def describe_as_recipe(tensors: Sequence["torch.Tensor"]) -> DescribedRecipe:
     names = [d.tensor(t, f"tensor {i}") for i, t in enumerate(tensors)]
     d.finish()
     return DescribedRecipe(tuple(d.lines), tuple(names), tuple(sorted(d.imports)), (),
-                           (DESCRIBED,), tuple(d.missing))
+                           (DESCRIBED,), tuple(d.missing), tuple(d.approximations))
 
 
 def _torch() -> Any:
@@ -63,6 +66,7 @@ class _Describer:
         self.lines: list[str] = []
         self.imports: set[str] = set()
         self.missing: list[str] = []
+        self.approximations: list[str] = []
         self.storages: dict[int, str] = {}
         self.tensors: dict[int, str] = {}
         self.described: list[tuple[str, "torch.Tensor"]] = []
@@ -75,13 +79,19 @@ class _Describer:
         return f"{prefix}{self.counter - 1}"
 
     def lack(self, name: str, path: str, what: str) -> None:
+        """``name`` cannot be built at all (it is None in the recipe)."""
         self.missing.append(f"{path} ({name}): {what}")
+
+    def approximate(self, name: str, path: str, what: str) -> None:
+        """``name`` is built, but without ``what``."""
+        self.approximations.append(f"{path} ({name}): {what}")
 
     def finish(self) -> None:
         """Shrink the storages set_ grew; name the version counters shared
         outside a view tree (``detach()``), which set_ cannot share."""
         for sname, nbytes in self.shrunk.items():
-            self.lines.append(f"{sname}.resize_({nbytes})  # smaller than its tensors reach")
+            self.lines.append(f"{sname}.resize_({nbytes})  # smaller than its tensors reach, "
+                              "as given")
         from .checks.aliasing import version_partition
 
         strided = [(n, t) for n, t in self.described
@@ -92,8 +102,9 @@ class _Describer:
                 continue
             other, u = strided[label]
             if _root(t) is not _root(u):
-                self.missing.append(f"{name} shares its version counter with {other} outside "
-                                    "a view (as after detach()): rebuilt with its own")
+                self.approximations.append(
+                    f"{name} shares its version counter with {other} outside a view (as after "
+                    "detach()): rebuilt with its own")
 
     # -- one tensor --------------------------------------------------------
     def tensor(self, t: "torch.Tensor", path: str) -> str:
@@ -128,11 +139,24 @@ class _Describer:
             self._body(name, t, path)
         if self.lines[-1].endswith("# not rebuilt"):
             return
-        if t.is_conj():
-            self.lines.append(f"{name} = {name}.conj()  # conj bit")
-        if t.is_neg():
-            self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
+        self._bits(name, t)
         self._autograd(name, t, path)
+
+    def _bits(self, name: str, t: "torch.Tensor") -> None:
+        """The conj and neg bits: a view has its base's already (as_strided
+        keeps them; conj() and _neg_view toggle); a tensor that is not a view
+        is detached from the view that set them."""
+        view = t._is_view() and t._base is not None
+        has = (t._base.is_conj(), t._base.is_neg()) if view else (False, False)
+        toggled = False
+        if t.is_conj() != has[0]:
+            self.lines.append(f"{name} = {name}.conj()  # conj bit")
+            toggled = True
+        if t.is_neg() != has[1]:
+            self.lines.append(f"{name} = torch._neg_view({name})  # neg bit")
+            toggled = True
+        if toggled and not view:
+            self.lines.append(f"{name} = {name}.detach()  # not a view")
 
     def _body(self, name: str, t: "torch.Tensor", path: str) -> None:
         from torch.utils._python_dispatch import is_traceable_wrapper_subclass
@@ -181,8 +205,13 @@ class _Describer:
             f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
         from .converters import storage_too_small
 
-        if storage_too_small(t):  # set_ grows it: shrunk back at the end
-            self.shrunk[self.storages[key]] = storage.nbytes()
+        if storage_too_small(t):  # set_ needs the bytes: grown, shrunk back at the end
+            sname = self.storages[key]
+            needed = (t.storage_offset() + sum((n - 1) * st for n, st in
+                                                zip(t.shape, t.stride())) + 1) * t.element_size()
+            self.shrunk.setdefault(sname, storage.nbytes())
+            self.lines.insert(len(self.lines) - 1, f"{sname}.resize_(max({sname}.nbytes(), "
+                                                   f"{needed}))")
 
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta
@@ -200,7 +229,8 @@ class _Describer:
         else:
             self.lines.append(made)
             if how and "DEFAULT" not in how:
-                self.lack(name, path, f"the view's creation_meta {how} (rebuilt as DEFAULT)")
+                self.approximate(name, path, f"the view's creation_meta {how} (rebuilt as "
+                                             "DEFAULT)")
 
     def _subclass(self, name: str, t: "torch.Tensor", path: str) -> None:
         cls = type(t)
@@ -254,13 +284,12 @@ class _Describer:
             self.lines.append(f"{name}.mul_(torch.ones((), dtype={t.dtype}, "
                               "requires_grad=True))  # a non-leaf")
         elif t.requires_grad != rebuilt_requires_grad:
-            self.lack(name, path, f"requires_grad={t.requires_grad} on a view whose base "
+            self.approximate(name, path, f"requires_grad={t.requires_grad} on a view whose base "
                                   f"has requires_grad={not t.requires_grad}")
         if t.grad_fn is not None and t.retains_grad:
             self.lines.append(f"{name}.retain_grad()")
-        grad_dtype = getattr(t, "grad_dtype", None) if t.is_leaf and t.requires_grad else None
-        if grad_dtype is not None and grad_dtype != t.dtype:
-            self.lines.append(f"{name}.grad_dtype = {grad_dtype}")
+        if t.is_leaf and t.requires_grad and hasattr(t, "grad_dtype") and t.grad_dtype != t.dtype:
+            self.lines.append(f"{name}.grad_dtype = {t.grad_dtype}")  # None: any
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # .grad of a non-leaf warns
             grad = t.grad

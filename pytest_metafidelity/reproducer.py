@@ -152,6 +152,9 @@ def checked_reproducer(source: str, recipe: Recipe, outcomes: Sequence["Outcome"
     if gaps:
         lines.append("# the rebuilt tensors do not give the same outcome:")
         lines += [f"#   {g}" for g in gaps]
+        if recipe.approximations:
+            lines.append("# rebuilt without (a likely cause):")
+            lines += [f"#   {a}" for a in recipe.approximations]
     if missing:
         lines.append("# not rebuilt:")
         lines += [f"#   {m}" for m in missing]
