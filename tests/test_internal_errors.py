@@ -140,3 +140,34 @@ def test_the_suite_reports_internal_errors_in_the_table_and_json(
     text = collector.failures_text()
     assert text.startswith("[internal error in check 'crashy'] dense through meta")
     assert "ZeroDivisionError" in text and "_divides_by_zero" in text
+
+
+CRASHING_CHECK = '''
+from pytest_metafidelity.checks import check
+
+@check("crashy", "crashes on purpose")
+def crashy_check(conv):
+    return [] if conv.real[0].dim() == 0 else [1 // 0]
+'''
+
+
+def test_a_suite_run_counts_and_lists_internal_errors_apart(pytester: pytest.Pytester) -> None:
+    import json
+
+    pytester.makeconftest(CRASHING_CHECK)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+        "--metafidelity-checks=metadata,crashy", "--metafidelity-examples=10",
+        f"--metafidelity-report={report}", "-p", "no:cacheprovider", "-p", "no:randomly")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "internal-error" in out  # the table's column
+    assert "[internal error in check 'crashy'] dense through meta" in out
+    assert "ZeroDivisionError" in out and "in crashy_check" in out
+    doc = json.loads(report.read_text())
+    [item] = doc["items"]
+    assert item["counts"]["internal-error"] >= 1 and item["counts"]["failed"] == 0
+    [record] = doc["failures"]
+    assert record["internal_error"] and record["check"] == "crashy"
+    assert "in crashy_check" in record["traceback"]
