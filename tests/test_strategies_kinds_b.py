@@ -438,7 +438,7 @@ def test_check_faithful_runs(kind: str, monkeypatch: Any) -> None:
 def test_user_subclass_unavailable_without_registration() -> None:
     assert not registered_subclasses()
     with pytest.raises(InvalidArgument, match="register_subclass"):
-        recipes(kinds=["user_subclass"])
+        recipes(kinds=["user_subclass"]).validate()  # checked when a test runs
 
 
 def test_user_subclass_draws_registered_class(pair_registered: Any) -> None:
