@@ -36,6 +36,7 @@ from typing import Any, Callable, Sequence
 
 from .checks import Conversion, Mismatch, all_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
+from . import torch_caches
 from .reproducer import recipe_for, reproducer_source
 
 # Every converter this torch can run (see converters.CONVERTERS).
@@ -196,6 +197,7 @@ def check_faithful(
     outcomes = []
     for name in converters:
         outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
+    torch_caches.conversion_done(len(converters))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
         program))
