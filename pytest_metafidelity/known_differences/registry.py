@@ -122,8 +122,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="functional-requires-grad-leaf",
         check=("metadata", "oracle", "autograd"),
-        attribute=(r"m1\.is_leaf, m2\.is_leaf|is_leaf|grad is not None|grad_dtype"
-                   r"|m1\.grad is not None, safe_grad\(m2\) is not None"),
+        attribute=r"is_leaf|grad is not None|grad_dtype",
         applies=requires_grad_leaf,
         converters=("functional",),
         reason=(
@@ -165,7 +164,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="functional-inference",
         check=("metadata", "oracle"),
-        attribute=r"m1\.is_inference, m2\.is_inference\(\)|is_inference\(\)",
+        attribute=r"is_inference\(\)",
         applies=is_inference_tensor,
         converters=("functional",),
         reason=(
@@ -887,8 +886,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="functorch-inner-requires-grad",
         check=("metadata", "oracle", "autograd"),
-        attribute=r"m1\.requires_grad, m2\.requires_grad|requires_grad|is_leaf"
-                  r"|non-leaf stays non-leaf",
+        attribute=r"requires_grad|is_leaf|non-leaf stays non-leaf",
         applies=functorch_inner_requires_grad,
         converters=ALL_BUT_FUNCTIONAL,
         reason=(
@@ -915,7 +913,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="functorch-inner-storage-offset",
         check=("metadata", "oracle"),
-        attribute=r"m1\.storage_offset, m2\.storage_offset\(\)|storage_offset\(\)",
+        attribute=r"storage_offset\(\)",
         applies=functorch_inner_storage_offset,
         converters=ALL_BUT_FUNCTIONAL,
         reason=(
@@ -970,7 +968,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="functorch-inner-view",
         check=("metadata", "oracle"),
-        attribute=r"m1\.is_view, m2\._is_view\(\)|_is_view\(\)",
+        attribute=r"_is_view\(\)",
         applies=functorch_inner_view,
         converters=ALL_BUT_FUNCTIONAL,
         reason=(
@@ -1068,8 +1066,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
     KnownDifference(
         id="dispatch-cache-zero-element-view",
         check=("conversion", "aliasing", "metadata", "oracle", "storage"),
-        attribute=r"raised|storage identity|m1\.storage_offset, m2\.storage_offset\(\)"
-                  r"|storage_offset\(\)|untyped_storage\(\)\.nbytes\(\)",
+        attribute=r"raised|storage identity|storage_offset\(\)|untyped_storage\(\)\.nbytes\(\)",
         applies=dispatch_cache_zero_element_view,
         converters=("fake", "fake-dynamic", "refake", "refake-fresh"),
         reason=(
