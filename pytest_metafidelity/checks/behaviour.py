@@ -564,7 +564,7 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
                      conv: Conversion) -> set[tuple[str, str]] | None:
     """(path, attribute) of what differs between the real tensors and the
     control at step ``k``, or None when no control can be built."""
-    meta = getattr(conv.converter, "name", "") == "meta"
+    meta = not getattr(conv.converter, "fake_tensors", False)
     try:
         with _quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",

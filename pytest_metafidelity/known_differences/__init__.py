@@ -77,7 +77,9 @@ class KnownDifference:
     applies: Callable[[Case], bool]
     reason: str
     link: str  # BY_DESIGN, UNFILED, or the upstream issue / pull request reporting it
-    converters: tuple[str, ...] | None = None  # None: every converter
+    # None: every converter; else those selected by capability
+    # (``converters.where(symbolic=True)``; a tuple of names also works)
+    converters: Iterable[str] | None = None
     since: str | None = None  # first torch version with the difference
     until: str | None = None  # first torch version without it (exclusive)
     reproducer: str = ""  # minimal runnable Python showing the difference

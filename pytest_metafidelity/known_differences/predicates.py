@@ -21,13 +21,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..converters import where
 from . import Case
 
-STATIC_FAKE_CONVERTERS = ("fake", "fake-real")
-FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
-                   "refake-fresh")
-ALL_BUT_FUNCTIONAL = ("meta", *FAKE_CONVERTERS)
-REAL_CONVERTERS = ("fake-real", "fake-real-dynamic")
+_FAKE_TENSOR_CONVERTERS = where(fake_tensors=True)
+
 SUB_BYTE_DTYPES = tuple(f"{p}int{i}" for p in ("", "u") for i in range(1, 8))
 
 
@@ -234,7 +232,7 @@ def storage_sized_to_tensors(case: Case) -> bool:
     t = case.tensor
     if not _strided(t) or not _static_fake_nbytes(case):
         return False
-    grow = case.converter != "meta"
+    grow = case.converter in _FAKE_TENSOR_CONVERTERS  # as_strided grows a fake storage
     # The same prediction for every tensor on one storage: made once.
     predicted = _memo(case, ("converted storage nbytes", _storage(t), grow),
                       lambda: converted_storage_nbytes(case.conversion, t, grow_on_views=grow))
@@ -571,7 +569,7 @@ def functional_wrapper_dropped(case: Case) -> bool:
     t = case.tensor
     if t is None or not _is_functional_tensor_wrapper(t):
         return False
-    return case.converter != "meta" or not _functional_mode_active()
+    return case.converter in _FAKE_TENSOR_CONVERTERS or not _functional_mode_active()
 
 
 def meta_wrapped_by_functional_mode(case: Case) -> bool:

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import re
 
+from ..converters import where
 from . import BY_DESIGN, UNFILED, KnownDifference
 from .predicates import (
-    ALL_BUT_FUNCTIONAL,
-    FAKE_CONVERTERS,
-    REAL_CONVERTERS,
     any_compressed_non_leaf,
     any_compressed_requiring_grad,
     any_copy_fails,
@@ -84,7 +82,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="autograd",
         attribute=r"grad_dtype",
         applies=custom_grad_dtype,
-        converters=("meta",),
+        converters=where(fake_tensors=False),
         reason=(
             "grad_dtype is propagated by FakeTensorConverter.from_real_tensor, not by "
             "MetaConverter ('meta tensors don't carry autograd metadata'), so plain meta "
@@ -103,7 +101,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="autograd",
         attribute=r"grad_dtype",
         applies=custom_grad_dtype,
-        converters=FAKE_CONVERTERS,
+        converters=where(fake_tensors=True, functional=False),
         until="2.13",
         reason=(
             "before torch 2.13, FakeTensorConverter.from_real_tensor does not copy "
@@ -124,7 +122,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("metadata", "oracle", "autograd"),
         attribute=r"is_leaf|grad is not None|grad_dtype",
         applies=requires_grad_leaf,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "FunctionalTensor.to_functional mirrors autograd metadata with "
             "torch._mirror_autograd_meta_to, which gives every wrapper that requires grad an "
@@ -166,7 +164,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("metadata", "oracle"),
         attribute=r"is_inference\(\)",
         applies=is_inference_tensor,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "FunctionalTensor.to_functional outside inference mode wraps an inference tensor "
             "in a normal tensor: the round trip's fake is not an inference tensor"
@@ -187,7 +185,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="oracle",
         attribute=r"isinstance\(nn\.Parameter\)",
         applies=is_parameter,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "a FunctionalTensor wrapper is not an nn.Parameter (AOTAutograd tracks parameters "
             "by position, not by the wrappers' type): the round trip drops Parameter-ness"
@@ -206,7 +204,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="aliasing",
         attribute=r"storage identity",
         applies=functional_separates_aliases,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "FunctionalTensor.to_functional gives every wrapped tensor its own functional "
             "storage: tensors that share a storage without being views of one base (set_ "
@@ -228,7 +226,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="storage",
         attribute=r"untyped_storage\(\)\.nbytes\(\)",
         applies=storage_sized_to_tensors,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "MetaConverter allocates a non-view tensor's storage with empty_strided, sized to "
             "what the tensor reaches, instead of the real storage's size (unless the storage "
@@ -256,7 +254,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="storage",
         attribute=r"untyped_storage\(\)\.nbytes\(\)",
         applies=functional_storage_sized_to_tensors,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "a FunctionalTensor's functional storage is sized from the wrapped tensor's sizes, "
             "strides and offset, not from the wrapped storage: a larger storage shrinks and a "
@@ -280,7 +278,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_copy_fails,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "fake_tensor_propagate_real_tensors copies each real tensor's values with copy_ "
             "into empty_strided(size, stride) (sparse ones with clone), which raises for the "
@@ -319,7 +317,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_storage_too_small,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "fake_tensor_propagate_real_tensors copies the values of a tensor whose storage was "
             "resized below the tensor (resize_(0)): the copy reads past the end of the storage "
@@ -341,7 +339,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="oracle",
         attribute=r"values",
         applies=carried_values_not_copied,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "the carried real tensor holds uninitialized memory where MetaConverter does not "
             "copy: _safe_copy does nothing unless type(src) is exactly torch.Tensor (an "
@@ -376,7 +374,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="oracle",
         attribute=r"is_conj\(\)|is_neg\(\)",
         applies=carries_conj_neg,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "MetaConverter sets the conj/neg bits on the fake (torch._C._set_conj/_set_neg) but "
             "not on the real tensor it carries, which holds the unconjugated / un-negated "
@@ -398,7 +396,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_compressed_non_leaf,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "a sparse compressed (CSR/CSC/BSR/BSC) non-leaf gets its autograd history from "
             "DelayedError, which under real-tensor propagation compares strides of the fake "
@@ -426,7 +424,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="storage",
         attribute=r"untyped_storage\(\)\.nbytes\(\)",
         applies=carried_zero_bytes_regrown,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "MetaConverter resizes a fake's storage to zero bytes when the real one has zero "
             "bytes, but not the storage of the real tensor the fake carries (made with "
@@ -452,7 +450,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_dynamic_coo_non_leaf,
-        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True),
         # Before 2.13 a sparse COO fake keeps static sizes even with a ShapeEnv.
         since="2.13",
         reason=(
@@ -488,7 +486,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="sparse",
         attribute=r"_nnz\(\)",
         applies=coo_with_dynamic_dense_dims,
-        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True),
         # Before 2.13 a sparse COO fake keeps static sizes even with a ShapeEnv.
         since="2.13",
         reason=(
@@ -522,7 +520,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_functional_tensor_set_storage,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "a Python FunctionalTensor converted through MetaConverter's set_ path (a storage "
             "offset, or a shared storage) has its wrapper storage cloned for the carried real "
@@ -553,7 +551,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=reaches_past_first_tensor,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "the carried real storage is allocated for the first non-view tensor converted on "
             "a storage (its reach, at offset 0); converting afterwards a view or set_ alias that "
@@ -583,7 +581,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=zero_byte_scalar_item,
-        converters=("fake-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True, carries_real=False),
         reason=(
             "with a ShapeEnv and a source, from_real_tensor reads item() of a 0-dim CPU "
             "int64/int32/int16/int8/float64 tensor to make an unbacked-free symbol for its "
@@ -635,7 +633,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_wrapper_subclass,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "with fake_tensor_propagate_real_tensors, MetaConverter.meta_tensor asserts that "
             "the tensor it made for a non-view tensor is a FakeTensor before attaching the "
@@ -685,7 +683,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="wrappers",
         attribute=r"isinstance\(FunctionalTensor\)",
         applies=meta_wrapped_by_functional_mode,
-        converters=("meta",),
+        converters=where(fake_tensors=False),
         reason=(
             "MetaConverter suspends C++ functionalization but not an active Python "
             "FunctionalTensorMode, which intercepts the meta factory call: converting a plain "
@@ -763,7 +761,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_jagged_nested,
-        converters=("meta", "fake", "fake-real", "functional"),
+        converters=where(symbolic=False),
         reason=(
             "converting a jagged nested tensor makes a symbolic nested int for its offsets, "
             "which needs a FakeTensorMode with a ShapeEnv: a static mode raises "
@@ -790,7 +788,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_compressed_requiring_grad,
-        converters=("functional",),
+        converters=where(functional=True),
         reason=(
             "FunctionalTensor.to_functional of a sparse compressed (CSR/CSC/BSR/BSC) tensor "
             "that requires grad aborts the process: _mirror_autograd_meta_to builds autograd "
@@ -813,7 +811,6 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_strided_nested,
-        converters=ALL_BUT_FUNCTIONAL + ("functional",),
         reason=(
             "MetaConverter refuses strided (non-jagged) nested tensors with Dynamo's "
             "unimplemented ('attempted to apply meta conversion to strided nested tensor'), but "
@@ -844,7 +841,6 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="autograd",
         attribute=r"retains_grad",
         applies=retains_grad,
-        converters=ALL_BUT_FUNCTIONAL + ("functional",),
         reason="no converter carries retains_grad over: a non-leaf that retains its grad "
                "converts to one that does not",
         link=UNFILED,
@@ -860,7 +856,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="sparse",
         attribute=r"index dtype|blocksize",
         applies=sparse_metadata_from_elements,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "a fake sparse tensor has nnz 0 (sparse-nnz) but carries a real tensor with its "
             "elements: querying what depends on nnz (_nnz(), a COO's _indices(), a BSR/BSC's "
@@ -888,7 +884,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("metadata", "oracle", "autograd"),
         attribute=r"requires_grad|is_leaf|non-leaf stays non-leaf",
         applies=functorch_inner_requires_grad,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "MetaConverter converts a functorch wrapper (BatchedTensor, GradTrackingTensor) by "
             "rebuilding the plain tensor inside it with empty_strided(size, stride) "
@@ -915,7 +911,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("metadata", "oracle"),
         attribute=r"storage_offset\(\)",
         applies=functorch_inner_storage_offset,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "the empty_strided rebuild of the plain tensor inside a functorch wrapper "
             "(functorch-inner-requires-grad) starts at offset 0: the inner tensor's storage "
@@ -943,7 +939,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="storage",
         attribute=r"untyped_storage\(\)\.nbytes\(\)",
         applies=functorch_inner_storage_nbytes,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "the empty_strided rebuild of the plain tensor inside a functorch wrapper "
             "(functorch-inner-requires-grad) has a storage of what the tensor reaches from "
@@ -970,7 +966,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("metadata", "oracle"),
         attribute=r"_is_view\(\)",
         applies=functorch_inner_view,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "_to_fake_tensor rebuilds what is inside a functorch wrapper level by level "
             "(wrappers of inner levels, then the plain tensor with empty_strided) without "
@@ -997,7 +993,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=any_grad_tracking_non_leaf,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "for a GradTrackingTensor that requires grad, _to_fake_tensor tests "
             "safe_is_leaf(r) -- the fresh wrapper it just made, always a leaf -- where it means "
@@ -1031,7 +1027,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=subclass_view_replays_symbol,
-        converters=("refake", "refake-fresh"),
+        converters=where(refakes=True),
         reason=(
             "a fake view of a traceable wrapper subclass made with a ShapeEnv records the "
             "SymInts its view replay created; converting that fake again replays its view "
@@ -1068,7 +1064,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check=("conversion", "aliasing", "metadata", "oracle", "storage"),
         attribute=r"raised|storage identity|storage_offset\(\)|untyped_storage\(\)\.nbytes\(\)",
         applies=dispatch_cache_zero_element_view,
-        converters=("fake", "fake-dynamic", "refake", "refake-fresh"),
+        converters=where(fake_tensors=True, carries_real=False, functional=False),
         reason=(
             "a view of a zero-element fake tensor is computed through prims.as_strided "
             "(_reshape_view_helper), which FakeTensorMode's dispatch cache does not treat as a "
@@ -1099,7 +1095,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="storage",
         attribute=r"untyped_storage\(\)\.nbytes\(\)",
         applies=functional_dynamic_storage_from_inner,
-        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True),
         reason=(
             "a C++ functional tensor's storage is sized from its sizes, strides and offset -- "
             "unless the wrapped tensor has symbolic sizes or strides, when it takes the wrapped "
@@ -1125,7 +1121,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=subclass_view_replay_mismatch,
-        converters=("meta", "fake", "fake-dynamic", "refake", "refake-fresh"),
+        converters=where(carries_real=False, functional=False),
         reason=(
             "MetaConverter rebuilds a view of a traceable wrapper subclass by replaying its view "
             "function on the converted base under the Python dispatcher, then torch._check()s "
@@ -1161,7 +1157,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=functional_zero_byte_resize,
-        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True),
         reason=(
             "meta_tensor ends with r.untyped_storage().resize_(0) when the real storage has "
             "zero bytes.  A C++ functional tensor with no elements has a zero-byte functional "
@@ -1194,7 +1190,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="purity",
         attribute=r"torch\._from_functional_tensor\(\)|stride\(\)|storage_offset\(\)",
         applies=functional_value_replaced,
-        converters=ALL_BUT_FUNCTIONAL,
+        converters=where(functional=False),
         reason=(
             "MetaTensorDescriber.describe_tensor calls torch._sync(t) on a C++ functional "
             "tensor before reading torch._from_functional_tensor(t), so that the fake reflects "
@@ -1221,7 +1217,7 @@ KNOWN_DIFFERENCES: list[KnownDifference] = [
         check="conversion",
         attribute=r"raised",
         applies=real_functorch_view_refusal_fails,
-        converters=REAL_CONVERTERS,
+        converters=where(carries_real=True),
         reason=(
             "MetaConverter refuses a view of a functorch wrapper with Dynamo's "
             "unimplemented(..., context=str(t)), t the tensor's MetaTensorDesc; with "
@@ -1313,7 +1309,7 @@ _BEHAVIOUR_ENTRIES = [
             "behaviour_differences",
             lambda d: d[0] == "raised"
             and "tried to directly modify sizes for customized tensor" in d[2]),
-        converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+        converters=where(symbolic=True),
         reason=(
             "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
             "set_/as_strided_ that change its sizes) raises 'tried to directly modify sizes for "
@@ -1382,8 +1378,7 @@ _BEHAVIOUR_ENTRIES += [
         applies=_behaviour_recorded(
             "behaviour_differences",
             lambda d: d[0] == "grad is not None" and d[1] == "False" and d[2] == "True"),
-        converters=("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
-                    "refake-fresh", "functional"),
+        converters=where(fake_tensors=True),
         reason=(
             "the fake of a view taken in no_grad (or inference) mode of a leaf requiring "
             "grad is a leaf that accumulates .grad when a backward reaches it; the real view, "
@@ -1413,7 +1408,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     applies=_behaviour_recorded(
         "behaviour_differences",
         lambda d: d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"),
-    converters=("fake-dynamic", "fake-real-dynamic", "refake", "refake-fresh"),
+    converters=where(symbolic=True),
     reason=(
         "a fake with symbolic sizes checks an in-place metadata op (unsqueeze_) against its "
         "storage's size until a view of it is taken; afterwards the op goes through where the "
@@ -1461,7 +1456,7 @@ def _zero_element_view_entry() -> KnownDifference:
         applies=_behaviour_recorded(
             "behaviour_differences",
             lambda d: re.fullmatch(NOT_A_VIEW, d[0]) is not None and d[3] == 0),
-        converters=("fake", "fake-dynamic", "refake", "refake-fresh", "functional"),
+        converters=where(fake_tensors=True, carries_real=False),
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a converted tensor with no elements "
             "may return a tensor that is not a view of it (another storage), depending on "
