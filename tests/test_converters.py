@@ -550,7 +550,7 @@ def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any
     # tensor has the fact: that must never skip one that holds.
     from pytest_metafidelity.checks import Conversion
     from pytest_metafidelity.checks._util import walk_real
-    from pytest_metafidelity.known_differences.predicates import FACTS
+    from pytest_metafidelity.known_differences.facts import FACTS
 
     with recipe.active_contexts() as namespace:
         tensors, names = tuple(recipe.build_in(namespace)), recipe.outputs
@@ -577,12 +577,12 @@ def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any
             made.close()
 
 def test_every_fact_a_predicate_needs_is_known() -> None:
-    from pytest_metafidelity.known_differences import predicates
+    from pytest_metafidelity.known_differences import facts
 
     marked = {getattr(e.applies, "needs", None) for e in kd.KNOWN_DIFFERENCES} - {None}
-    assert marked and marked <= set(predicates.FACTS)
+    assert marked and marked <= set(facts.FACTS)
     with pytest.raises(ValueError, match="unknown fact"):
-        predicates.needs("shiny")
+        facts.needs("shiny")
 
 
 def test_reproducer_is_written_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:
