@@ -498,7 +498,8 @@ def test_suite_run_counts_the_entries_that_occurred_and_those_that_did_not() -> 
     from pytest_metafidelity.faithful import FidelityResult, Outcome
     from pytest_metafidelity.suite.runner import SuiteRun
 
-    m = Mismatch("storage", "t0", "untyped_storage().nbytes()", 40, 12)
+    m = Mismatch(
+        check="storage", path="t0", attribute="untyped_storage().nbytes()", real=40, fake=12)
     run = SuiteRun(options=None)
     for reproducer in ("first()", "second()"):
         result = FidelityResult([
