@@ -15,7 +15,7 @@ the converter:
   pattern matches the attribute that differs (``re.fullmatch``) explains
   it; when every difference of the step is explained, each entry is reported
   as ``op-difference <id>``, a known difference (entry ``op:<id>`` of
-  :mod:`.registry`);
+  :mod:`.definitions.behaviour`);
 * an unregistered one fails as ``op-difference: <attribute>``, so that it
   is looked at and registered here.
 
