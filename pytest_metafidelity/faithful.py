@@ -279,9 +279,10 @@ def _one_converter(
         import traceback
 
         where = traceback.extract_tb(e.__traceback__)[-1]
-        m = Mismatch("conversion", ", ".join(names), "raised", "a converted tensor",
-                     f"{type(e).__name__}: {e}",
-                     f"raised at {where.filename}:{where.lineno} in {where.name}")
+        m = Mismatch(
+            check="conversion", path=", ".join(names), attribute="raised",
+            real="a converted tensor", fake=f"{type(e).__name__}: {e}",
+            detail=f"raised at {where.filename}:{where.lineno} in {where.name}")
         return _judge(name, [m], conversion, {"conversion"}, strict)
 
 
@@ -318,8 +319,10 @@ def _judge(name: str, mismatches: list[Mismatch], conversion: Any, ran: set[str]
     if strict:
         failing = list(mismatches)
         for entry_id in t.unexpectedly_passing:
-            failing.append(Mismatch("known-differences", "*", entry_id, "the difference occurs",
-                                    "it did not occur", "unexpectedly passing (strict mode)"))
+            failing.append(Mismatch(
+                check="known-differences", path="*", attribute=entry_id,
+                real="the difference occurs", fake="it did not occur",
+                detail="unexpectedly passing (strict mode)"))
         status = FAILED if failing else PASSED
         return Outcome(name, status, failing, reason, known, list(t.unexpectedly_passing))
     if t.unexplained:

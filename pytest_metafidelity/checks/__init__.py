@@ -135,5 +135,7 @@ def run_checks(conversion: Conversion, names: list[str] | None = None) -> list[M
         try:
             found.extend(registry[name].fn(conversion))
         except Exception as e:  # a crash is a finding, not a test-session crash
-            found.append(Mismatch(name, "*", "check raised", "-", f"{type(e).__name__}: {e}"))
+            found.append(Mismatch(
+                check=name, path="*", attribute="check raised", real="-",
+                fake=f"{type(e).__name__}: {e}"))
     return found
