@@ -99,11 +99,27 @@ class Converter:
     ``carries_real``
         True when each converted tensor carries a copy of its real tensor in
         ``.real_tensor`` (``fake_tensor_propagate_real_tensors``).
+    ``fake_tensors``
+        True when the converted tensors are FakeTensors of a
+        ``FakeTensorMode`` (False: meta tensors).
+    ``refakes``
+        True when the real tensor is converted to a fake first and that fake
+        is converted again by a second ``FakeTensorMode``.
+    ``functional``
+        True when a fake is wrapped as a ``FunctionalTensor`` on the way
+        (AOTAutograd's functionalization).
+
+    These capabilities (:data:`CAPABILITIES`) are all the registry of known
+    differences knows of a converter: its entries select converters with
+    :func:`where`, so a new converter is judged by what it declares here.
     """
 
     name = "?"
     symbolic = False
     carries_real = False
+    fake_tensors = False
+    refakes = False
+    functional = False
 
     def convert(self, t: Any) -> Any:
         try:
@@ -207,6 +223,7 @@ class FakeConverter(Converter):
     """``FakeTensorMode().from_tensor`` with static shapes."""
 
     name = "fake"
+    fake_tensors = True
 
     def __init__(self) -> None:
         self.mode = _fake_mode(dynamic=False)
@@ -222,6 +239,7 @@ class DynamicFakeConverter(Converter):
 
     name = "fake-dynamic"
     symbolic = True
+    fake_tensors = True
     real = False
 
     def __init__(self) -> None:
@@ -415,6 +433,8 @@ class RefakeConverter(Converter):
 
     name = "refake"
     symbolic = True
+    fake_tensors = True
+    refakes = True
     fresh_shape_env = False
 
     def __init__(self) -> None:
@@ -477,6 +497,8 @@ class FunctionalConverter(Converter):
     it aborts the process -- and the conversion is reported as failed."""
 
     name = "functional"
+    fake_tensors = True
+    functional = True
 
     def __init__(self) -> None:
         from torch._subclasses.functional_tensor import FunctionalTensorMode
@@ -674,6 +696,49 @@ def register_converter(cls: type[Converter],
 
 def unregister_converter(name: str) -> None:
     CONVERTERS.pop(name, None)
+
+
+# The capability attributes of :class:`Converter`.
+CAPABILITIES = ("symbolic", "carries_real", "fake_tensors", "refakes", "functional")
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The registered converters whose capabilities have the given values
+    (made by :func:`where`).  Read from :data:`CONVERTERS` each time it is
+    asked, so a converter registered later belongs to it as soon as its
+    class declares those capabilities.  ``name in selection`` tests one
+    converter; iterating gives the names."""
+
+    required: tuple[tuple[str, bool], ...]
+
+    def __contains__(self, name: object) -> bool:
+        spec = CONVERTERS.get(name) if isinstance(name, str) else None
+        return spec is not None and self.selects(spec.factory)
+
+    def selects(self, cls: Any) -> bool:
+        return all(bool(getattr(cls, key, False)) == value for key, value in self.required)
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, spec in CONVERTERS.items() if self.selects(spec.factory))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __str__(self) -> str:
+        said = ", ".join(f"{key}={value}" for key, value in self.required)
+        return f"the converters where {said}" if said else "every converter"
+
+
+def where(**capabilities: bool) -> Selection:
+    """The converters with these capabilities (:data:`CAPABILITIES`), e.g.
+    ``where(symbolic=True, carries_real=False)``."""
+    for key, value in capabilities.items():
+        if key not in CAPABILITIES:
+            raise ValueError(f"where: unknown capability {key!r}; known: {', '.join(CAPABILITIES)}")
+        if not isinstance(value, bool):
+            raise ValueError(f"where: {key}={value!r} must be True or False")
+    return Selection(tuple(capabilities.items()))
 
 
 def converter_names() -> list[str]:

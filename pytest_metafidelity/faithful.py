@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .checks import Conversion, InternalError, Mismatch, all_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
+from . import torch_caches
 from .reproducer import checked_reproducer, recipe_for, reproducer_source
 
 if TYPE_CHECKING:
@@ -226,6 +227,7 @@ def check_faithful(
     outcomes = []
     for name in converters:
         outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
+    torch_caches.conversion_done(len(converters))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
         program, strict))
@@ -305,9 +307,10 @@ def _one_converter(
         import traceback
 
         where = traceback.extract_tb(e.__traceback__)[-1]
-        m = Mismatch("conversion", ", ".join(names), "raised", "a converted tensor",
-                     f"{type(e).__name__}: {e}",
-                     f"raised at {where.filename}:{where.lineno} in {where.name}")
+        m = Mismatch(
+            check="conversion", path=", ".join(names), attribute="raised",
+            real="a converted tensor", fake=f"{type(e).__name__}: {e}",
+            detail=f"raised at {where.filename}:{where.lineno} in {where.name}")
         return _judge(name, [m], conversion, {"conversion"}, strict)
     # From here on, whatever raises is ours (a check, the triage): an
     # internal error, never a finding.
@@ -376,8 +379,10 @@ def _judge(name: str, mismatches: list[Mismatch], conversion: Conversion, ran: s
     if strict:
         failing = list(mismatches)
         for entry_id in t.unexpectedly_passing:
-            failing.append(Mismatch("known-differences", "*", entry_id, "the difference occurs",
-                                    "it did not occur", "unexpectedly passing (strict mode)"))
+            failing.append(Mismatch(
+                check="known-differences", path="*", attribute=entry_id,
+                real="the difference occurs", fake="it did not occur",
+                detail="unexpectedly passing (strict mode)"))
         status = FAILED if failing else PASSED
         return Outcome(name, status, failing, reason, known, list(t.unexpectedly_passing))
     if t.unexplained:

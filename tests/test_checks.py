@@ -74,7 +74,7 @@ def test_metadata_reports_wrong_strides() -> None:
         return torch.empty_strided(real.shape, (1, real.shape[0]), dtype=real.dtype, device="meta")
 
     with faulty("meta", transposed_strides):
-        m = assert_reports(run("metadata", t), "metadata", "m1.stride, m2.stride()", "t0")
+        m = assert_reports(run("metadata", t), "metadata", "stride()", "t0")
     assert (m.real, m.fake) == ((4, 1), (1, 3))
     assert_passes("metadata", t, converter="meta")
 
@@ -90,7 +90,7 @@ def test_metadata_names_the_tensor_a_difference_is_on() -> None:
 
     with faulty("meta", base_forgets_grad):
         outcome = run("metadata", view)
-    assert_reports(outcome, "metadata", "m1.requires_grad, m2.requires_grad", "t0._base")
+    assert_reports(outcome, "metadata", "requires_grad", "t0._base")
 
 
 def test_metadata_skips_symbolic_sizes_where_oracle_reads_hints() -> None:
@@ -546,7 +546,7 @@ def test_wrappers_checks_inner_tensors_recursively() -> None:
 
     with faulty("meta", odd_inner):
         outcome = run("wrappers", t)
-    assert_reports(outcome, "metadata", "m1.is_neg, m2.is_neg()", "t0.b")
+    assert_reports(outcome, "metadata", "is_neg()", "t0.b")
     assert_reports(outcome, "oracle", "is_neg()", "t0.b")
     assert_reports(outcome, "storage", "untyped_storage().nbytes()", "t0.b")
     assert not [m for m in outcome.mismatches if m.path == "t0.a"]
@@ -645,7 +645,9 @@ def test_purity_reports_a_functional_tensor_whose_value_was_replaced() -> None:
         return fake
 
     with faulty("fake", regenerate):
-        assert_reports(run("purity", w), "purity", FUNCTIONAL_VALUE, "t0")
+        # A converter with fake's capabilities: the registry knows this as
+        # functional-sync-on-convert (strict: reported all the same).
+        assert_reports(run("purity", w, strict=True), "purity", FUNCTIONAL_VALUE, "t0")
     assert_passes("purity", torch._to_functional_tensor(torch.randn(4)))
 
 

@@ -498,7 +498,8 @@ def test_suite_run_counts_the_entries_that_occurred_and_those_that_did_not() -> 
     from pytest_metafidelity.faithful import FidelityResult, Outcome
     from pytest_metafidelity.suite.runner import SuiteRun
 
-    m = Mismatch("storage", "t0", "untyped_storage().nbytes()", 40, 12)
+    m = Mismatch(
+        check="storage", path="t0", attribute="untyped_storage().nbytes()", real=40, fake=12)
     run = SuiteRun(options=None)
     for reproducer in ("first()", "second()"):
         result = FidelityResult([
@@ -550,7 +551,7 @@ def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any
     # tensor has the fact: that must never skip one that holds.
     from pytest_metafidelity.checks import Conversion
     from pytest_metafidelity.checks._util import walk_real
-    from pytest_metafidelity.known_differences.predicates import FACTS
+    from pytest_metafidelity.known_differences.facts import FACTS
 
     with recipe.active_contexts() as namespace:
         tensors, names = tuple(recipe.build_in(namespace)), recipe.outputs
@@ -577,12 +578,12 @@ def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any
             made.close()
 
 def test_every_fact_a_predicate_needs_is_known() -> None:
-    from pytest_metafidelity.known_differences import predicates
+    from pytest_metafidelity.known_differences import facts
 
     marked = {getattr(e.applies, "needs", None) for e in kd.KNOWN_DIFFERENCES} - {None}
-    assert marked and marked <= set(predicates.FACTS)
+    assert marked and marked <= set(facts.FACTS)
     with pytest.raises(ValueError, match="unknown fact"):
-        predicates.needs("shiny")
+        facts.needs("shiny")
 
 
 def test_reproducer_is_written_when_first_read(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,7 +18,8 @@ from pytest_metafidelity.report import Collector, failure_records, item_record
 
 
 def _divides_by_zero(conv: Conversion) -> list[Mismatch]:
-    return [Mismatch("crashy", "t0", "ratio", 1, 1 // len(conv.names[1:]))]
+    return [Mismatch(check="crashy", path="t0", attribute="ratio", real=1,
+                     fake=1 // len(conv.names[1:]))]
 
 
 @pytest.fixture
@@ -31,7 +32,7 @@ def crashy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 def _offset_lost(conv: Conversion) -> list[Mismatch]:
-    return [Mismatch("lossy", "t0", "storage_offset()", 1, 0)]
+    return [Mismatch(check="lossy", path="t0", attribute="storage_offset()", real=1, fake=0)]
 
 
 def test_a_crashing_check_is_an_internal_error_with_its_traceback(crashy: str) -> None:

@@ -94,10 +94,10 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
                 shares_real = [paths[j] for j, x in enumerate(rp) if x == a and j != i and a >= 0]
                 shares_fake = [paths[j] for j, x in enumerate(fp) if x == b and j != i and b >= 0]
                 found.append(Mismatch(
-                    "aliasing", paths[i], what,
-                    f"shared with {shares_real or 'nothing'}",
-                    f"shared with {shares_fake or 'nothing'}",
-                    detail,
+                    check="aliasing", path=paths[i], attribute=what,
+                    real=f"shared with {shares_real or 'nothing'}",
+                    fake=f"shared with {shares_fake or 'nothing'}",
+                    detail=detail,
                 ))
                 return
 
@@ -110,14 +110,18 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
         fake_of.setdefault(id(r), f)
     for path, r, f in nodes:
         if is_view(r) != is_view(f):
-            found.append(Mismatch("aliasing", path, "_is_view()", is_view(r), is_view(f)))
+            found.append(Mismatch(
+                check="aliasing", path=path, attribute="_is_view()", real=is_view(r),
+                fake=is_view(f)))
         elif is_view(r):
             rb, fb = base_of(r), base_of(f)
             if (rb is None) != (fb is None):
-                found.append(Mismatch("aliasing", path, "_base is None", rb is None, fb is None))
+                found.append(Mismatch(
+                    check="aliasing", path=path, attribute="_base is None", real=rb is None,
+                    fake=fb is None))
             elif rb is not None and id(rb) in fake_of and fake_of[id(rb)] is not fb:
-                found.append(Mismatch("aliasing", path, "_base identity",
-                                      "the real _base", "not the converted real _base"))
+                found.append(Mismatch(check="aliasing", path=path, attribute="_base identity",
+                                      real="the real _base", fake="not the converted real _base"))
 
     reals, fakes = [r for _, r, _ in nodes], [f for _, _, f in nodes]
     real_vc, fake_vc = version_partition(reals), version_partition(fakes)
@@ -130,12 +134,13 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
         rl, fl = _partition(rp), _partition(fp)
         for k, (a, b) in enumerate(zip(rl, fl)):
             if a != b:
+                real_shares = [sub_paths[j] for j, x in enumerate(rl) if x == a and j != k]
+                fake_shares = [sub_paths[j] for j, x in enumerate(fl) if x == b and j != k]
                 found.append(Mismatch(
-                    "aliasing", sub_paths[k], "version counter sharing",
-                    f"shared with {[sub_paths[j] for j, x in enumerate(rl) if x == a and j != k] or 'nothing'}",
-                    f"shared with {[sub_paths[j] for j, x in enumerate(fl) if x == b and j != k] or 'nothing'}",
-                    "an in-place op on one bumps the other's _version",
-                ))
+                    check="aliasing", path=sub_paths[k], attribute="version counter sharing",
+                    real=f"shared with {real_shares or 'nothing'}",
+                    fake=f"shared with {fake_shares or 'nothing'}",
+                    detail="an in-place op on one bumps the other's _version"))
                 break
 
     if getattr(conv.converter, "carries_real", False):

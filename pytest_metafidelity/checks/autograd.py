@@ -87,11 +87,14 @@ def autograd_check(conv: Conversion) -> list[Mismatch]:
     for path, real, fake in related(conv, inner=False):
         rc, fc = creation_meta(real), creation_meta(fake)
         if rc is not None and fc is not None and rc != fc:
-            found.append(Mismatch("autograd", path, "creation_meta", rc, fc,
-                                  "decides whether an in-place op on the view raises"))
+            found.append(Mismatch(
+                check="autograd", path=path, attribute="creation_meta", real=rc, fake=fc,
+                detail="decides whether an in-place op on the view raises"))
         real_leaf, fake_leaf = safe(lambda: real.is_leaf), safe(lambda: fake.is_leaf)
         if real_leaf is False and fake_leaf is True:
-            found.append(Mismatch("autograd", path, "non-leaf stays non-leaf", True, False))
+            found.append(Mismatch(
+                check="autograd", path=path, attribute="non-leaf stays non-leaf", real=True,
+                fake=False))
         elif real_leaf is False and _cut_history(real):
             # Probe where the converter cut the history: the root of the view
             # chain (a view's own backward may not run on symbolic sizes).
@@ -99,15 +102,17 @@ def autograd_check(conv: Conversion) -> list[Mismatch]:
             err = backward_probe(root if root is not None else fake)
             if err is None or not any(designed in err for designed in DESIGNED_ERRORS):
                 found.append(Mismatch(
-                    "autograd", path, "backward() through a converted non-leaf",
-                    f"raises {DESIGNED_ERROR!r}", err or "succeeded",
-                ))
+                    check="autograd", path=path,
+                    attribute="backward() through a converted non-leaf",
+                    real=f"raises {DESIGNED_ERROR!r}", fake=err or "succeeded"))
         if real_leaf and real.requires_grad and hasattr(real, "grad_dtype"):
             rg, fg = safe(lambda: real.grad_dtype), safe(lambda: fake.grad_dtype)
             if rg != fg:
-                found.append(Mismatch("autograd", path, "grad_dtype", rg, fg))
+                found.append(Mismatch(
+                    check="autograd", path=path, attribute="grad_dtype", real=rg, fake=fg))
         if real_leaf is False:
             rr, fr = safe(lambda: real.retains_grad), safe(lambda: fake.retains_grad)
             if rr != fr:
-                found.append(Mismatch("autograd", path, "retains_grad", rr, fr))
+                found.append(Mismatch(
+                    check="autograd", path=path, attribute="retains_grad", real=rr, fake=fr))
     return found

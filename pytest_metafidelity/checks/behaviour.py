@@ -282,8 +282,9 @@ class Lockstep:
         found: list[Mismatch] = []
         if not same_error(raised_real, raised_other):
             # What differs afterwards follows from it: the step is the difference.
-            return [Mismatch(CHECK, step.output or "*", "raised", _raised(raised_real),
-                             _raised(raised_other))]
+            return [Mismatch(
+                check=CHECK, path=step.output or "*", attribute="raised",
+                real=_raised(raised_real), fake=_raised(raised_other))]
         out = step.output
         if out is not None:
             r, o = self.real.namespace.get(out), self.other.namespace.get(out)
@@ -293,8 +294,9 @@ class Lockstep:
                 self.other.live.append(out)
             if raised_real is None and raised_other is None and (
                     isinstance(r, torch.Tensor) != isinstance(o, torch.Tensor)):
-                found.append(Mismatch(CHECK, out, "result is a tensor",
-                                      isinstance(r, torch.Tensor), isinstance(o, torch.Tensor)))
+                found.append(Mismatch(
+                    check=CHECK, path=out, attribute="result is a tensor",
+                    real=isinstance(r, torch.Tensor), fake=isinstance(o, torch.Tensor)))
         if self.known_sharing:
             self.unshared = _version_groups_differ(live, self.real.tensors(live),
                                                    self.other.tensors(live))
@@ -304,8 +306,9 @@ class Lockstep:
             if None in (a0, b0, a1, b1) or name in self.unshared:
                 continue
             if a1 - a0 != b1 - b0:
-                found.append(Mismatch(CHECK, name, "_version bump", a1 - a0, b1 - b0,
-                                      "an in-place op bumps the version counter of every alias"))
+                found.append(Mismatch(
+                    check=CHECK, path=name, attribute="_version bump", real=a1 - a0, fake=b1 - b0,
+                    detail="an in-place op bumps the version counter of every alias"))
         found += [m for m in self.compare() if _key(m) not in self.baseline]
         return found
 
@@ -461,9 +464,12 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
                 known.setdefault(n, set()).update(ids)
     after = capture(names, tuple(conv.real))
     for m in compare(before, after):
-        found.append(StepMismatch(CHECK, m.path, f"user tensor {m.attribute}", m.real, m.fake,
-                                  "the user's tensor before vs after the program ran on the "
-                                  "converted tensors", step=len(program.steps) - 1))
+        found.append(StepMismatch(
+            check=CHECK, path=m.path, attribute=f"user tensor {m.attribute}", real=m.real,
+            fake=m.fake,
+            detail="the user's tensor before vs after the program ran on the "
+                   "converted tensors",
+            step=len(program.steps) - 1))
     return found
 
 
@@ -493,8 +499,8 @@ def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatc
     for entry_id in ids:
         _record(conv, "behaviour_follows", entry_id)
     m = differs[0]
-    return [StepMismatch(CHECK, m.path, FOLLOWS, m.real, m.fake,
-                         f"step {k + 1} of {len(program.steps)}: {step.source!r}; "
+    return [StepMismatch(check=CHECK, path=m.path, attribute=FOLLOWS, real=m.real, fake=m.fake,
+                         detail=f"step {k + 1} of {len(program.steps)}: {step.source!r}; "
                          f"{m.attribute} differs, on tensors that already differ by "
                          f"{', '.join(ids)}", step=k)]
 
@@ -538,8 +544,9 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")
-        return [StepMismatch(CHECK, m.path, m.attribute, m.real, m.fake,
-                             f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
+        return [StepMismatch(
+            check=CHECK, path=m.path, attribute=m.attribute, real=m.real, fake=m.fake,
+            detail=f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
                 for m in differs]
     entries = match_op_differences(conv, step, differs)
     if entries is not None:
@@ -548,14 +555,20 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
             if entry.id in getattr(conv, "op_differences", ()):
                 continue
             _record(conv, "op_differences", entry.id)
-            reported.append(StepMismatch(CHECK, m.path, f"op-difference {entry.id}", m.real,
-                                         m.fake, f"{where}; {m.attribute} differs on the "
-                                         "control too", step=k))
+            reported.append(StepMismatch(
+                check=CHECK, path=m.path, attribute=f"op-difference {entry.id}", real=m.real,
+                fake=m.fake,
+                detail=f"{where}; {m.attribute} differs on the "
+                       "control too",
+                step=k))
         return reported
-    return [StepMismatch(CHECK, m.path, f"op-difference: {m.attribute}", m.real, m.fake,
-                         f"{where}; the control (the same tensors made directly under the mode, "
-                         "not converted) differs the same way: an operator difference, not "
-                         "registered in known_differences/op_differences.py", step=k)
+    return [StepMismatch(
+        check=CHECK, path=m.path, attribute=f"op-difference: {m.attribute}", real=m.real,
+        fake=m.fake,
+        detail=f"{where}; the control (the same tensors made directly under the mode, "
+               "not converted) differs the same way: an operator difference, not "
+               "registered in known_differences/op_differences.py",
+        step=k)
             for m in differs]
 
 
@@ -563,7 +576,7 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
                      conv: Conversion) -> set[tuple[str, str]] | None:
     """(path, attribute) of what differs between the real tensors and the
     control at step ``k``, or None when no control can be built."""
-    meta = getattr(conv.converter, "name", "") == "meta"
+    meta = not getattr(conv.converter, "fake_tensors", False)
     try:
         with _quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",

@@ -44,12 +44,14 @@ def memo_check(conv: Conversion) -> list[Mismatch]:
             # are synced when described), which the purity check reports.
             continue
         except Exception as e:
-            found.append(Mismatch("memo", path, "convert() again", "the same converted tensor",
-                                  f"raised {type(e).__name__}: {e}"))
+            found.append(Mismatch(
+                check="memo", path=path, attribute="convert() again",
+                real="the same converted tensor", fake=f"raised {type(e).__name__}: {e}"))
             continue
         if again is not fake:
-            found.append(Mismatch("memo", path, "convert() again is the same object",
-                                  True, False, f"got another {type(again).__name__}"))
+            found.append(Mismatch(
+                check="memo", path=path, attribute="convert() again is the same object", real=True,
+                fake=False, detail=f"got another {type(again).__name__}"))
         del again
     if conv.release_probes is not None:
         conv.release_probes.append(release_probe(conv))
@@ -117,8 +119,9 @@ def _released(conv: Conversion) -> list[Mismatch]:
     except (Unsupported, ConversionCrash):
         return []
     except Exception as e:
-        return [Mismatch("memo", ", ".join(conv.names), "fresh converter", "converts again",
-                         f"raised {type(e).__name__}: {e}")]
+        return [Mismatch(
+            check="memo", path=", ".join(conv.names), attribute="fresh converter",
+            real="converts again", fake=f"raised {type(e).__name__}: {e}")]
     try:
         return _still_alive(conv.names, refs)
     finally:
@@ -138,8 +141,8 @@ def _still_alive(names: tuple[str, ...], refs: list[Any]) -> list[Mismatch]:
             referrers = len(gc.get_referrers(alive))
             del alive
             found.append(Mismatch(
-                "memo", name, "released when no longer referenced", True, False,
-                f"the converted tensor is still alive after gc ({referrers} referrer(s)) "
-                "while the converter is open",
-            ))
+                check="memo", path=name, attribute="released when no longer referenced", real=True,
+                fake=False,
+                detail=f"the converted tensor is still alive after gc ({referrers} referrer(s)) "
+                       "while the converter is open"))
     return found

@@ -101,7 +101,8 @@ def _compare(path: str, expected: dict[str, Any], got: dict[str, Any],
             continue
         a, b = expected.get(key, "<absent>"), got.get(key, "<absent>")
         if not same(a, b):
-            found.append(Mismatch("oracle", path, key, a, b, detail))
+            found.append(Mismatch(
+                check="oracle", path=path, attribute=key, real=a, fake=b, detail=detail))
     return found
 
 
@@ -161,13 +162,15 @@ def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:
     carried = carried_real(fake)
     where = f"{path}.real_tensor"
     if carried is None:
-        return [Mismatch("oracle", where, "real_tensor is not None", True, False,
-                         "a fake of a real-tensor-propagating mode must carry its real tensor")]
+        return [Mismatch(
+            check="oracle", path=where, attribute="real_tensor is not None", real=True, fake=False,
+            detail="a fake of a real-tensor-propagating mode must carry its real tensor")]
     found = _compare(where, read(real), read(carried), _DATA_FIELDS,
                      "the real tensor the fake carries")
     if not found and values_equal(real, carried) is False:
-        found.append(Mismatch("oracle", where, "values", "the original's values",
-                              "different values", "the real tensor the fake carries"))
+        found.append(Mismatch(
+            check="oracle", path=where, attribute="values", real="the original's values",
+            fake="different values", detail="the real tensor the fake carries"))
     return found
 
 

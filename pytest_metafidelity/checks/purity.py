@@ -253,17 +253,20 @@ def compare(before: Snapshot, after: Snapshot) -> list[Mismatch]:
     for path, t, reading in before.tensors:
         now = after_by_id.get(id(t))
         if now is None:
-            found.append(Mismatch("purity", path, "reachable from the tensors", True, False,
-                                  "converting detached it from the family"))
+            found.append(Mismatch(
+                check="purity", path=path, attribute="reachable from the tensors", real=True,
+                fake=False, detail="converting detached it from the family"))
             continue
         for key, value in reading.items():
             if key in now and not _equal(value, now[key]):
-                found.append(Mismatch("purity", path, key, value, now[key],
-                                      "the real tensor before vs after conversion"))
+                found.append(Mismatch(
+                    check="purity", path=path, attribute=key, real=value, fake=now[key],
+                    detail="the real tensor before vs after conversion"))
     for key, value in before.state.items():
         if key in after.state and not _equal(value, after.state[key]):
-            found.append(Mismatch("purity", "torch", key, value, after.state[key],
-                                  "global state before vs after conversion"))
+            found.append(Mismatch(
+                check="purity", path="torch", attribute=key, real=value, fake=after.state[key],
+                detail="global state before vs after conversion"))
     return found
 
 

@@ -67,6 +67,7 @@ def sparse_check(conv: Conversion) -> list[Mismatch]:
             a, b = expected.get(key, "<absent>"), got.get(key, "<absent>")
             if not same(a, b):
                 detail = ("nnz is not preserved by design" if key == "_nnz()" else "")
-                found.append(Mismatch("sparse", path, key, a, b, detail))
+                found.append(Mismatch(
+                    check="sparse", path=path, attribute=key, real=a, fake=b, detail=detail))
     found.sort(key=lambda m: (m.path, m.attribute))
     return found

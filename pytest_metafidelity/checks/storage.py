@@ -36,11 +36,15 @@ def compare_nbytes(path: str, real_n: Any, fake_n: Any, detail: str = "") -> lis
     if is_symbolic(fake_n):
         h = hint(fake_n)
         if real_n == 0 and h is not UNKNOWN and h != 0:
-            return [Mismatch("storage", path, "untyped_storage().nbytes() == 0", True, False,
-                             (detail + "; " if detail else "") + f"symbolic size {fake_n} with hint {h}")]
+            return [Mismatch(
+                check="storage", path=path, attribute="untyped_storage().nbytes() == 0", real=True,
+                fake=False,
+                detail=(detail + "; " if detail else "") + f"symbolic size {fake_n} with hint {h}")]
         return []
     if real_n != fake_n:
-        return [Mismatch("storage", path, "untyped_storage().nbytes()", real_n, fake_n, detail)]
+        return [Mismatch(
+            check="storage", path=path, attribute="untyped_storage().nbytes()", real=real_n,
+            fake=fake_n, detail=detail)]
     return []
 
 

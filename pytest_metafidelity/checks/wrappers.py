@@ -88,7 +88,8 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
         expected, got = read_wrapping(real), read_wrapping(fake)
         for key in expected:
             if key in got and not _equal(expected[key], got[key]):
-                found.append(Mismatch("wrappers", path, key, expected[key], got[key]))
+                found.append(Mismatch(
+                    check="wrappers", path=path, attribute=key, real=expected[key], fake=got[key]))
         inner_pairs: list[tuple[str, Any, Any]] = []
         if expected.get("is_functorch_wrapped_tensor") and got.get("is_functorch_wrapped_tensor"):
             unwrap = _functorch("get_unwrapped")

@@ -15,7 +15,7 @@ the converter:
   pattern matches the attribute that differs (``re.fullmatch``) explains
   it; when every difference of the step is explained, each entry is reported
   as ``op-difference <id>``, a known difference (entry ``op:<id>`` of
-  :mod:`.registry`);
+  :mod:`.definitions.behaviour`);
 * an unregistered one fails as ``op-difference: <attribute>``, so that it
   is looked at and registered here.
 
@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
+from ..converters import where
 from . import BY_DESIGN, UNFILED
 
 # Also the reproducer of the registry's behaviour entry that follows from it.
@@ -48,7 +49,8 @@ class OpDifference:
     attribute: str  # regular expression, full match against every differing attribute
     reason: str
     link: str  # the upstream issue, BY_DESIGN or UNFILED
-    converters: tuple[str, ...] | None = None  # None: every converter
+    # None: every converter; else a selection by capability (converters.where)
+    converters: Iterable[str] | None = None
     since: str | None = None
     until: str | None = None
     reproducer: str = ""
@@ -83,8 +85,8 @@ def _raised(pattern: str, side: str = "fake") -> Callable[[Sequence[Any]], bool]
     return applies
 
 
-FAKE_CONVERTERS = ("fake", "fake-dynamic", "fake-real", "fake-real-dynamic", "refake",
-                   "refake-fresh", "functional")
+# Operator differences show on fake tensors, whichever way they were made.
+FAKE_TENSOR_CONVERTERS = where(fake_tensors=True)
 
 # What differs when a view is not a view (aliasing's and oracle's attributes).
 NOT_A_VIEW = (r"storage identity|version counter sharing|_is_view\(\)|_base is None|"
@@ -109,7 +111,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.\w+_\(",
         attribute="raised",
         applies=_raised("^IndexError: Dimension out of range"),
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "an in-place op on a view of a view whose dimensions an in-place metadata op "
             "(unsqueeze_) changed: autograd replays the view chain on the base, and on fake "
@@ -138,7 +140,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="zero-element-view-dispatch-cache",
         statement=r"\.(view|reshape|view_as|expand|transpose|t|unsqueeze|detach)\(|\[",
         attribute=NOT_A_VIEW,
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
             "from the cache, returns a tensor that is not a view of its input (another "
@@ -174,7 +176,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.\w+_\(",
         attribute="raised",
         applies=_raised("Inplace update to inference tensor outside InferenceMode", side="real"),
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "an in-place op (set_, t_, ...; zero_ on an alias when served from the dispatch "
             "cache) on a view of an inference tensor outside inference mode: eager refuses "
@@ -205,7 +207,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.backward\(",
         attribute="raised",
         applies=_raised("returned an invalid gradient", side="fake"),
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "a view with no elements emptied by set_() in no_grad mode: eager's backward through "
             "it runs, FakeTensorMode's raises 'Function SumBackward0 returned an invalid "
@@ -262,7 +264,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="fake-in-place-op-breaks-view-autograd",
         statement=r"\.\w+_\(",
         attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "an in-place op (unsqueeze_, set_, detach_, zero_ under no_grad, ...) on a fake "
             "view of a leaf requiring grad, or on a fake aliasing one, corrupts the autograd "
@@ -294,7 +296,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.view\(",
         attribute="raised",
         applies=_raised("view size is not compatible with input tensor", side="real"),
-        converters=FAKE_CONVERTERS,
+        converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's view succeeds for some sizes and strides eager (and the meta "
             "kernel) refuse as not viewable ('view size is not compatible with input "

@@ -1,0 +1,300 @@
+"""Known differences of the ``behaviour`` check: each operator difference
+(:mod:`..op_differences`) as the entry ``op:<id>``, and the differences a
+program's step shows that follow from the conversion.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ...converters import where
+from ..core import BY_DESIGN, UNFILED, KnownDifference
+
+
+def _op_difference_entries() -> list[KnownDifference]:
+    """Each operator difference (:mod:`.op_differences`) as the known
+    difference ``op:<id>`` of the ``behaviour`` check.  It occurs exactly
+    when the check attributed a step's difference to it (the check records
+    the ids on the conversion), so it is never unexpectedly passing where
+    the program did not run the operator."""
+    from ..op_differences import registry as op_registry
+
+    def recorded(entry_id: str) -> object:
+        return lambda case: entry_id in getattr(case.conversion, "op_differences", ())
+
+    return [
+        KnownDifference(
+            id=f"op:{e.id}", check="behaviour", attribute=re.escape(f"op-difference {e.id}"),
+            applies=recorded(e.id), reason=e.reason, link=e.link, converters=e.converters,
+            since=e.since, until=e.until, reproducer=e.reproducer)
+        for e in op_registry()
+    ]
+
+
+def _behaviour_recorded(attr: str, test: object) -> object:
+    """A predicate holding when the ``behaviour`` check recorded, on the
+    conversion, an item of ``attr`` satisfying ``test``."""
+    return lambda case: any(test(x) for x in getattr(case.conversion, attr, ()))
+
+
+_BEHAVIOUR_ENTRIES = [
+    KnownDifference(
+        id="behaviour-follows-known-difference",
+        check="behaviour",
+        attribute=r"follows from a known difference",
+        applies=_behaviour_recorded("behaviour_follows", lambda entry_id: True),
+        reproducer=(
+            "import torch\n"
+            "from pytest_metafidelity import check_faithful\n"
+            "from pytest_metafidelity.strategies import Recipe\n"
+            "# the functional converter's storage is sized to the tensor (a known difference):\n"
+            "# as_strided_ into the rest of the real storage then raises on the fake only\n"
+            "(t,) = Recipe(('t0 = torch.arange(8.)', 't1 = torch.empty(0).set_("
+            "t0.untyped_storage(), 2, (2,), (1,))'), ('t1',)).build()\n"
+            "r = check_faithful(t, converters=['functional'], checks=['behaviour'],\n"
+            "                   program='t1.as_strided_((1,), (1,), 6)')\n"
+            "assert 'behaviour-follows-known-difference' in r.outcomes[0].reason\n"
+        ),
+        reason=(
+            "a program step acts on tensors that already differ at conversion in a way a "
+            "registered known difference explains (e.g. a storage sized to the tensors, a "
+            "version counter not shared outside the view tree, the carried real tensor's "
+            "conj/neg bits): that the step then acts differently is the same difference, "
+            "reported once, by the instantaneous check"
+        ),
+        link=BY_DESIGN,
+    ),
+    KnownDifference(
+        id="behaviour-resize-of-symbolic-sizes",
+        check="behaviour",
+        attribute=r"raised",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "raised"
+            and "tried to directly modify sizes for customized tensor" in d[2]),
+        converters=where(symbolic=True),
+        reason=(
+            "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
+            "set_/as_strided_ that change its sizes) raises 'tried to directly modify sizes for "
+            "customized tensor' where the real tensor resizes (or refuses for another reason, "
+            "checked after the sizes: an inference tensor outside inference mode); Dynamo "
+            "graph-breaks on resizing inputs"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "from torch._dynamo.source import ConstantSource\n"
+            "from torch.fx.experimental.symbolic_shapes import DimDynamic, "
+            "StatelessSymbolicContext\n"
+            "mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)\n"
+            "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+            "constraint_sizes=[None])\n"
+            "f = mode.from_tensor(torch.zeros(3), source=ConstantSource('x'), "
+            "symbolic_context=ctx)\n"
+            "torch.zeros(3).resize_(5)\n"
+            "with mode:\n"
+            "    try:\n"
+            "        f.resize_(5)\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'customized tensor' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('resized')\n"
+        ),
+    ),
+]
+
+_BEHAVIOUR_ENTRIES += [
+    KnownDifference(
+        id="behaviour-eager-internal-assert",
+        check="behaviour",
+        attribute=r"raised",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "raised" and "INTERNAL ASSERT FAILED" in d[1] and d[2] == "nothing"),
+        reason=(
+            "the real tensors hit an internal assertion of eager autograd (a torch bug: "
+            "'out != nullptr INTERNAL ASSERT FAILED at variable.cpp', an in-place op on a "
+            "non-leaf retaining its grad after an in-place metadata op); the fake of a "
+            "non-leaf is an example input without that history, so the step runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "x = torch.zeros(4, dtype=torch.complex64, requires_grad=True)\n"
+            "y = x + 1\n"
+            "y.retain_grad()\n"
+            "y.unsqueeze_(1)\n"
+            "try:\n"
+            "    y.mul_(2)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'INTERNAL ASSERT FAILED' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('no assertion')\n"
+        ),
+    ),
+    KnownDifference(
+        id="behaviour-no-grad-view-accumulates-grad",
+        check="behaviour",
+        attribute=r"grad is not None",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "grad is not None" and d[1] == "False" and d[2] == "True"),
+        converters=where(fake_tensors=True),
+        reason=(
+            "the fake of a view taken in no_grad (or inference) mode of a leaf requiring "
+            "grad is a leaf that accumulates .grad when a backward reaches it; the real view, "
+            "and the same view made directly under the FakeTensorMode, get no .grad"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros((), requires_grad=True)\n"
+            "with torch.no_grad():\n"
+            "    v = x.expand(3)\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(v)\n"
+            "v.sum().backward()\n"
+            "with mode:\n"
+            "    f.sum().backward()\n"
+            "assert v.grad is None and f.grad is not None\n"
+        ),
+    ),
+]
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-dynamic-storage-bounds-unchecked-after-view",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"),
+    converters=where(symbolic=True),
+    reason=(
+        "a fake with symbolic sizes checks an in-place metadata op (unsqueeze_) against its "
+        "storage's size until a view of it is taken; afterwards the op goes through where the "
+        "real tensor (and a static fake) raise 'setStorage: ... out of bounds for storage' "
+        "(here: a storage shrunk to zero bytes)"
+    ),
+    link=UNFILED,
+    reproducer=(
+            'import torch\n'
+            'from torch._dynamo.source import ConstantSource\n'
+            'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+            'from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext\n'
+            't = torch.zeros((3, 1, 4), dtype=torch.int64)\n'
+            't.untyped_storage().resize_(0)\n'
+            'try:\n'
+            '    t[:, 1:1:2]; t.unsqueeze_(0)\n'
+            'except RuntimeError as e:\n'
+            "    assert 'out of bounds for storage' in str(e)\n"
+            'else:\n'
+            "    raise AssertionError('real unsqueezed')\n"
+            'mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)\n'
+            'ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 3, constraint_sizes=[None] * 3)\n'
+            't = torch.zeros((3, 1, 4), dtype=torch.int64)\n'
+            't.untyped_storage().resize_(0)\n'
+            "f = mode.from_tensor(t, source=ConstantSource('x'), symbolic_context=ctx)\n"
+            'with mode:\n'
+            '    f[:, 1:1:2]\n'
+            '    f.unsqueeze_(0)  # no bounds error\n'
+    ),
+))
+
+def _degenerate_strides_reproducer() -> str:
+    from ..op_differences import DEGENERATE_STRIDES_REPRODUCER
+
+    return DEGENERATE_STRIDES_REPRODUCER
+
+
+def _zero_element_view_entry() -> KnownDifference:
+    from ..op_differences import NOT_A_VIEW, ZERO_ELEMENT_VIEW_REPRODUCER
+
+    return KnownDifference(
+        id="behaviour-zero-element-view-dispatch-cache",
+        check="behaviour",
+        attribute=NOT_A_VIEW,
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: re.fullmatch(NOT_A_VIEW, d[0]) is not None and d[3] == 0),
+        converters=where(fake_tensors=True, carries_real=False),
+        reason=(
+            "FakeTensorMode's dispatch cache: a view op on a converted tensor with no elements "
+            "may return a tensor that is not a view of it (another storage), depending on "
+            "earlier cache hits; the control, made with another cache history, may not show it "
+            "(the operator difference op:zero-element-view-dispatch-cache)"
+        ),
+        link="https://github.com/pytorch/pytorch/issues/159151",
+        reproducer=ZERO_ELEMENT_VIEW_REPRODUCER,
+    )
+
+
+_BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
+
+
+def _only_degenerate_strides(d: tuple) -> bool:
+    """A recorded stride() difference only on dimensions of size 1 (or of a
+    tensor with no elements), where a stride moves through no memory."""
+    import ast
+
+    if d[0] != "stride()" or d[4] is None:
+        return False
+    real, fake = ast.literal_eval(d[1]), ast.literal_eval(d[2])
+    if d[3] == 0:
+        return True
+    return len(real) == len(fake) == len(d[4]) and all(
+        a == b or n == 1 for a, b, n in zip(real, fake, d[4]))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-degenerate-strides",
+    check="behaviour",
+    attribute=r"stride\(\)",
+    applies=_behaviour_recorded("behaviour_differences", _only_degenerate_strides),
+    reason=(
+        "strides of dimensions of size 1 (or of a tensor with no elements) move through no "
+        "memory; the strides fake and meta kernels give them (a view's, a gradient's after "
+        "backward) may differ from eager's, depending on the dispatch cache's history -- the "
+        "operator difference op:degenerate-strides, which the control does not always show"
+    ),
+    link=BY_DESIGN,
+    reproducer=_degenerate_strides_reproducer(),
+))
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-storage-sized-to-tensors",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and d[1] == "nothing" and "out of bounds for storage" in d[2]),
+    reason=(
+        "the converted tensor's storage is sized to what the tensors reach, not to the real "
+        "storage (storage-sized-to-tensors; with symbolic sizes the storage check cannot see "
+        "it): set_/as_strided_ into the rest of the real storage raises 'out of bounds for "
+        "storage' on the fake only"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/185014",
+        "https://github.com/pytorch/pytorch/issues/123879",
+    ),
+    reproducer=(
+            'import torch\n'
+            'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+            'x = torch.zeros(5); x.resize_(4)\n'
+            'mode = FakeTensorMode()\n'
+            'f = mode.from_tensor(x)\n'
+            'x.as_strided_((3,), (1,), 2)\n'
+            'with mode:\n'
+            '    try:\n'
+            '        f.as_strided_((3,), (1,), 2)\n'
+            '    except RuntimeError as e:\n'
+            "        assert 'out of bounds for storage' in str(e)\n"
+            '    else:\n'
+            "        raise AssertionError('fake as_strided_ fit')\n"
+    ),
+))
+
+ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES

@@ -1,0 +1,256 @@
+"""Known differences of functorch wrappers (BatchedTensor, GradTrackingTensor): the tensor inside
+is rebuilt without its autograd metadata, offset, storage or view-ness.
+
+Each entry follows the predicate saying exactly when it occurs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...converters import where
+from ..converter_model import reach
+from ..core import Case, KnownDifference, UNFILED
+from ..facts import family_wide, needs, plain_strided
+
+ENTRIES: list[KnownDifference] = []
+
+
+@needs("functorch")
+def functorch_inner_requires_grad(case: Case) -> bool:
+    """The tensor inside functorch wrappers requires grad: MetaConverter's
+    _to_fake_tensor rebuilds it with empty_strided, without requires_grad
+    (and so without its autograd history)."""
+    from ...checks._util import functorch_unwrapped
+
+    t = case.tensor
+    return (t is not None and ".unwrapped" in case.path and functorch_unwrapped(t) is None
+            and bool(t.requires_grad))
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-inner-requires-grad",
+    check=("metadata", "oracle", "autograd"),
+    attribute=r"requires_grad|is_leaf|non-leaf stays non-leaf",
+    applies=functorch_inner_requires_grad,
+    converters=where(functional=False),
+    reason=(
+        "MetaConverter converts a functorch wrapper (BatchedTensor, GradTrackingTensor) by "
+        "rebuilding the plain tensor inside it with empty_strided(size, stride) "
+        "(_to_fake_tensor; 'TODO: why aren't the recursive calls going to meta_tensor'): "
+        "the inner tensor's requires_grad (and autograd history) is lost"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/114523",
+        "https://github.com/pytorch/pytorch/pull/122202",
+    ),
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.vmap as vmap\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.randn(3, requires_grad=True)\n"
+        "with vmap.vmap_increment_nesting(3, 'error') as level:\n"
+        "    f = FakeTensorMode().from_tensor(torch._C._functorch._add_batch_dim(x, 0, level))\n"
+        "    assert not torch._C._functorch.get_unwrapped(f).requires_grad\n"
+    ),
+))
+
+
+def _functorch_innermost(case: Case) -> Any:
+    """The plain tensor at the bottom of the functorch wrappers at
+    ``case.path``: ``case.tensor`` itself when it was reached inside a
+    functorch wrapper (a ``….unwrapped`` path), the innermost unwrapped
+    tensor when ``case.tensor`` is a functorch wrapper; else None."""
+    from ...checks._util import functorch_unwrapped
+
+    t = case.tensor
+    if t is None:
+        return None
+    inside = ".unwrapped" in case.path
+    for _ in range(16):
+        u = functorch_unwrapped(t)
+        if u is None:
+            break
+        t, inside = u, True
+    return t if inside else None
+
+
+@needs("functorch")
+def functorch_inner_storage_offset(case: Case) -> bool:
+    """The tensor inside functorch wrappers has a storage offset, which the
+    empty_strided rebuild drops (the wrappers report the inner offset)."""
+    t = _functorch_innermost(case)
+    return t is not None and plain_strided(t) and t.storage_offset() != 0
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-inner-storage-offset",
+    check=("metadata", "oracle"),
+    attribute=r"storage_offset\(\)",
+    applies=functorch_inner_storage_offset,
+    converters=where(functional=False),
+    reason=(
+        "the empty_strided rebuild of the plain tensor inside a functorch wrapper "
+        "(functorch-inner-requires-grad) starts at offset 0: the inner tensor's storage "
+        "offset is lost, and with it the wrappers' (and, with real-tensor propagation, the "
+        "carried real tensor's)"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/114523",
+        "https://github.com/pytorch/pytorch/pull/107415",
+    ),
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.vmap as vmap\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.empty(0).set_(torch.randn(8).untyped_storage(), 2, (3,), (1,))\n"
+        "with vmap.vmap_increment_nesting(3, 'error') as level:\n"
+        "    b = torch._C._functorch._add_batch_dim(x, 0, level)\n"
+        "    f = FakeTensorMode().from_tensor(b)\n"
+        "    assert b.storage_offset() == 2 and f.storage_offset() == 0\n"
+    ),
+))
+
+
+@needs("functorch")
+def functorch_inner_storage_nbytes(case: Case) -> bool:
+    """The storage of the tensor inside functorch wrappers is not the size
+    empty_strided(size, stride) allocates: what the tensor reaches from
+    offset 0."""
+    from ...checks._util import functorch_unwrapped
+
+    t = case.tensor
+    if t is None or ".unwrapped" not in case.path or functorch_unwrapped(t) is not None:
+        return False
+    if not plain_strided(t):
+        return False
+    allocated = 0 if t.numel() == 0 else reach(t) - t.storage_offset() * t.element_size()
+    return t.untyped_storage().nbytes() != allocated
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-inner-storage-nbytes",
+    check="storage",
+    attribute=r"untyped_storage\(\)\.nbytes\(\)",
+    applies=functorch_inner_storage_nbytes,
+    converters=where(functional=False),
+    reason=(
+        "the empty_strided rebuild of the plain tensor inside a functorch wrapper "
+        "(functorch-inner-requires-grad) has a storage of what the tensor reaches from "
+        "offset 0, whatever the real storage's size (larger, at an offset, resized to zero "
+        "bytes); so has the carried real tensor"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/114523",
+        "https://github.com/pytorch/pytorch/pull/107415",
+    ),
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.vmap as vmap\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.randn(10); x.resize_(3)\n"
+        "with vmap.vmap_increment_nesting(3, 'error') as level:\n"
+        "    f = FakeTensorMode().from_tensor(torch._C._functorch._add_batch_dim(x, 0, level))\n"
+        "    assert torch._C._functorch.get_unwrapped(f).untyped_storage().nbytes() == 12\n"
+    ),
+))
+
+
+@needs("functorch")
+def functorch_inner_view(case: Case) -> bool:
+    """A tensor inside a functorch wrapper (a wrapper of an inner level, or
+    the plain tensor) is a view: _to_fake_tensor recurses through the
+    levels without meta_tensor's view handling, so nothing it rebuilds is a
+    view."""
+    from ...checks._util import is_view
+
+    t = case.tensor
+    return t is not None and ".unwrapped" in case.path and is_view(t)
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-inner-view",
+    check=("metadata", "oracle"),
+    attribute=r"_is_view\(\)",
+    applies=functorch_inner_view,
+    converters=where(functional=False),
+    reason=(
+        "_to_fake_tensor rebuilds what is inside a functorch wrapper level by level "
+        "(wrappers of inner levels, then the plain tensor with empty_strided) without "
+        "meta_tensor's view handling: a view inside a wrapper (x[...] of a wrapper under "
+        "an outer level, or a plain view) loses its view-ness and its _base"
+    ),
+    link=UNFILED,
+    related=(
+        "https://github.com/pytorch/pytorch/pull/114523",
+        "https://github.com/pytorch/pytorch/pull/118407",
+    ),
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.vmap as vmap\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.randn(2, 3).view(6)\n"
+        "with vmap.vmap_increment_nesting(6, 'error') as level:\n"
+        "    f = FakeTensorMode().from_tensor(torch._C._functorch._add_batch_dim(x, 0, level))\n"
+        "    assert not torch._C._functorch.get_unwrapped(f)._is_view()\n"
+    ),
+))
+
+
+@family_wide
+@needs("functorch")
+def any_grad_tracking_non_leaf(case: Case) -> bool:
+    """A GradTrackingTensor (not a view: those are refused) that requires
+    grad and is not a leaf, among the tensors MetaConverter.meta_tensor
+    converts (the tensors, their bases and grads)."""
+    import torch
+
+    from ...checks._util import is_view, safe
+
+    fns = getattr(torch._C, "_functorch", None)
+    if fns is None:
+        return False
+    return any(
+        safe(lambda: bool(fns.is_gradtrackingtensor(t)), False) and t.requires_grad
+        and not t.is_leaf and not is_view(t)
+        for t in case.family
+    )
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-grad-non-leaf",
+    check="conversion",
+    attribute=r"raised",
+    applies=any_grad_tracking_non_leaf,
+    converters=where(functional=False),
+    reason=(
+        "for a GradTrackingTensor that requires grad, _to_fake_tensor tests "
+        "safe_is_leaf(r) -- the fresh wrapper it just made, always a leaf -- where it means "
+        "the real tensor's is_leaf: a non-leaf converts to a leaf requiring grad (the "
+        "DelayedError branch is unreachable) and meta_tensor's closing assert_metadata_eq "
+        "raises 'AssertionError: False != True' (is_leaf)"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/122728",),
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch.eager_transforms import enable_inplace_requires_grad, "
+        "grad_increment_nesting\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.randn(3)\n"
+        "with grad_increment_nesting() as level:\n"
+        "    w = torch._C._functorch._wrap_for_grad(x, level)\n"
+        "    with enable_inplace_requires_grad(True):\n"
+        "        w.requires_grad_()\n"
+        "    try:\n"
+        "        FakeTensorMode().from_tensor(w * 2)\n"
+        "    except AssertionError as e:\n"
+        "        assert str(e) == 'False != True'\n"
+        "    else:\n"
+        "        raise AssertionError('converted')\n"
+    ),
+    raises=r"^AssertionError: False != True$",
+))

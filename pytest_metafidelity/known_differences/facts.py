@@ -1,0 +1,150 @@
+"""What the predicates are built from: one-line facts about a tensor
+(its layout, whether it is sparse, nested, a subclass, functorch-wrapped,
+functional), the markers that let the triage skip predicates cheaply, and a
+per-conversion memo.
+
+The triage asks every active entry's predicate on every case, passing ones
+included (to notice an entry that did not occur).  Two markers make that
+cheap without changing an answer: ``@family_wide`` (the predicate reads
+only the family, so it is asked once per case rather than per tensor) and
+``@needs(fact)`` (it can only hold when some tensor of the case has the
+fact -- sparse, nested, subclass, functorch, functional, FunctionalTensor
+-- so cases without it skip it); the project's tests hold both to what
+they claim.  Work a predicate repeats for each tensor of a case is kept per
+conversion with :func:`memo`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .core import Case
+
+
+def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+    """Marks a predicate that reads only the case's family, conversion and
+    converter -- never ``case.tensor`` or ``case.path`` -- so it holds for
+    every tensor of a case or for none: the triage asks it once per case."""
+    predicate.family_wide = True  # type: ignore[attr-defined]
+    return predicate
+
+
+def is_sparse(t: Any) -> bool:
+    return layout_name(t).startswith("sparse")
+
+
+def is_nested(t: Any) -> bool:
+    return bool(getattr(t, "is_nested", False))
+
+
+def is_wrapper_subclass(t: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(t)
+
+
+def is_functorch_wrapped(t: Any) -> bool:
+    from ..checks._util import functorch_unwrapped
+
+    return functorch_unwrapped(t) is not None
+
+
+def is_cpp_functional(t: Any) -> bool:
+    import torch
+
+    try:
+        return bool(torch._is_functional_tensor(t))
+    except Exception:
+        return False
+
+
+FACTS: dict[str, Callable[[Any], bool]] = {
+    "sparse": is_sparse,
+    "nested": is_nested,
+    "subclass": is_wrapper_subclass,
+    "functorch": is_functorch_wrapped,
+    "functional": is_cpp_functional,
+    "FunctionalTensor": lambda t: is_functional_tensor(t),
+}
+
+
+def needs(fact: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool]]:
+    """Marks a predicate that holds only when some tensor of the case has
+    ``fact`` (see FACTS)."""
+    if fact not in FACTS:
+        raise ValueError(f"unknown fact {fact!r}; known: {', '.join(FACTS)}")
+
+    def mark(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+        predicate.needs = fact  # type: ignore[attr-defined]
+        return predicate
+
+    return mark
+
+
+def layout_name(t: Any) -> str:
+    return str(getattr(t, "layout", "")).removeprefix("torch.")
+
+
+def dtype_name(t: Any) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def plain_strided(t: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return (t is not None and layout_name(t) == "strided"
+            and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
+
+
+def storage_key(t: Any) -> Any:
+    return t.untyped_storage()._cdata
+
+
+def static_fake_nbytes(case: Case) -> bool:
+    from ..checks._util import is_symbolic, resolve
+
+    fake = resolve(case.conversion, case.path, fake=True)
+    if fake is None:
+        return False
+    return not is_symbolic(fake.untyped_storage().nbytes())
+
+
+def functional_mode_active() -> bool:
+    import torch
+
+    key = getattr(torch._C, "_TorchDispatchModeKey", None)
+    if key is None:
+        return False
+    return torch._C._get_dispatch_mode(key.FUNCTIONAL) is not None
+
+
+def is_functional_tensor(t: Any) -> bool:
+    from torch._subclasses.functional_tensor import FunctionalTensor
+
+    return isinstance(t, FunctionalTensor)
+
+
+def is_wrapper(t: Any) -> bool:
+    """A C++ functional tensor or a functorch wrapper: MetaConverter converts
+    the tensor inside it and wraps the result."""
+    import torch
+
+    from ..checks._util import functorch_unwrapped, safe
+
+    return (functorch_unwrapped(t) is not None
+            or bool(safe(lambda: torch._is_functional_tensor(t), False)))
+
+
+def memo(case: Case, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()`` once per conversion and key (predicates run for every
+    tensor of the family)."""
+    cache = getattr(case.conversion, "_known_difference_memo", None)
+    if cache is None:
+        cache = {}
+        try:
+            case.conversion._known_difference_memo = cache
+        except Exception:
+            return compute()
+    if key not in cache:
+        cache[key] = compute()
+    return cache[key]

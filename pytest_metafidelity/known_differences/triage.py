@@ -1,0 +1,110 @@
+"""The triage: how :func:`~pytest_metafidelity.faithful.check_faithful` splits a
+converter's mismatches into explained and unexplained, and finds the entries
+that expected a difference that did not occur (see the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterable
+
+from .core import Case, KnownDifference, holds
+from .facts import FACTS
+
+
+class _CaseFacts:
+    """Which of the predicates' FACTS some tensor of a case has, each read
+    once, when a predicate marked ``@needs`` first asks."""
+
+    def __init__(self, tensors: tuple[Any, ...]) -> None:
+        self.tensors = tensors
+        self.known: dict[str, bool] = {}
+
+    def allow(self, predicate: Callable[[Case], bool]) -> bool:
+        fact = getattr(predicate, "needs", None)
+        if fact is None:
+            return True
+        if fact not in self.known:
+            test = FACTS[fact]
+            self.known[fact] = any(holds(test, t) for t in self.tensors)
+        return self.known[fact]
+
+
+# id(entry) -> (entry, its checks as a set).
+_CHECK_SETS: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _check_set(entry: KnownDifference) -> frozenset[str]:
+    cached = _CHECK_SETS.get(id(entry))
+    if cached is None or cached[0] is not entry:
+        cached = _CHECK_SETS[id(entry)] = (entry, frozenset(entry.checks))
+    return cached[1]
+
+
+@dataclasses.dataclass
+class Triage:
+    """How the registry judged one converter's mismatches."""
+
+    unexplained: list[Any]
+    explained: list[tuple[str, Any]]  # (entry id, mismatch)
+    unexpectedly_passing: list[str]  # entry ids
+    occurred: list[str] = dataclasses.field(default_factory=list)  # ids of entries that matched
+
+
+def triage(
+    converter: str,
+    mismatches: list[Any],
+    conversion: Any,
+    checks_run: Iterable[str],
+    entries: Iterable[KnownDifference] | None = None,
+) -> Triage:
+    """Split ``mismatches`` into explained and unexplained; find the active
+    entries that expected a difference here but saw none."""
+    from ..checks._util import resolve, walk_real
+
+    from . import registry
+
+    entries = [e for e in (registry() if entries is None else entries) if e.active(converter)]
+    ran = set(checks_run)
+    # The tensors inside functorch wrappers are checked by ``wrappers`` only.
+    family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)
+                    if conversion is not None else [])
+    if any(p.endswith(".unwrapped") or ".unwrapped." in p for p, _ in family_nodes):
+        family = tuple(r for _, r in walk_real(conversion.names, conversion.real))
+    else:  # the same walk
+        family = tuple(r for _, r in family_nodes)
+
+    def case(path: str, tensor: Any) -> Case:
+        return Case(converter, path, tensor, family, conversion)
+
+    unexplained, explained = [], []
+    hit: set[str] = set()
+    for m in mismatches:
+        tensor = resolve(conversion, m.path) if conversion is not None else None
+        matching = [e for e in entries if e.matches(m, case(m.path, tensor))]
+        if not matching:
+            unexplained.append(m)
+        else:
+            # Every entry that predicts this difference saw it occur.
+            explained.append((matching[0].id, m))
+            hit.update(e.id for e in matching)
+
+    crashed = {m.check for m in mismatches if m.attribute == "check raised"}
+    # A conversion that raised shows one error: entries expecting another
+    # cannot be judged.
+    conversion_raised = any(m.check == "conversion" for m in mismatches)
+    passing = []
+    node_cases = [case(p, r) for p, r in family_nodes]
+    facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
+    for e in entries:
+        checks = _check_set(e)
+        if e.id in hit or checks.isdisjoint(ran) or not checks.isdisjoint(crashed):
+            continue
+        if conversion_raised and "conversion" in checks:
+            continue
+        if not facts.allow(e.applies):
+            continue  # it needs a fact no tensor of the case has: it cannot hold
+        # A family-wide predicate holds for every node or for none.
+        judged = node_cases[:1] if getattr(e.applies, "family_wide", False) else node_cases
+        if any(holds(e.applies, c) for c in judged):
+            passing.append(e.id)
+    return Triage(unexplained, explained, passing, sorted(hit))

@@ -1,0 +1,131 @@
+"""Representative predicates of the known differences, on tensors where we
+can say what torch does: each holds exactly where torch shows the
+difference (the predicates are exact by contract)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+from pytest_metafidelity.checks import Conversion
+from pytest_metafidelity.checks._util import walk_real
+from pytest_metafidelity.converters import make_converter
+from pytest_metafidelity.known_differences import Case
+from pytest_metafidelity.known_differences.definitions.real_tensors import (
+    any_copy_fails,
+    carries_conj_neg,
+)
+from pytest_metafidelity.known_differences.definitions.sparse import is_sparse_with_elements
+from pytest_metafidelity.known_differences.definitions.storage import (
+    shares_version_counter_outside_view_tree,
+    storage_sized_to_tensors,
+)
+
+
+class Converted:
+    """A conversion of ``tensors`` by the converter ``name``, as the triage
+    sees it: :meth:`case` gives the Case of the tensor at a path."""
+
+    def __init__(self, name: str, *tensors: torch.Tensor) -> None:
+        self.name = name
+        self.converter = make_converter(name)
+        names = tuple(f"t{i}" for i in range(len(tensors)))
+        fakes = tuple(self.converter.convert(t) for t in tensors)
+        self.conversion = Conversion(names, tensors, fakes, self.converter,
+                                     order=tuple(range(len(tensors))))
+        self.nodes = dict(walk_real(names, tensors))
+        self.family = tuple(self.nodes.values())
+
+    def case(self, path: str) -> Case:
+        return Case(self.name, path, self.nodes[path], self.family, self.conversion)
+
+    def fake(self, i: int) -> Any:
+        return self.conversion.fake[i]
+
+
+@pytest.fixture
+def convert() -> Iterator[Any]:
+    made: list[Converted] = []
+
+    def run(name: str, *tensors: torch.Tensor) -> Converted:
+        made.append(Converted(name, *tensors))
+        return made[-1]
+
+    yield run
+    for c in made:
+        c.converter.close()
+
+
+def _shrunk() -> torch.Tensor:
+    x = torch.randn(10)
+    x.resize_(3)  # the storage keeps its 40 bytes
+    return x
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic"])
+def test_storage_sized_to_tensors_holds_where_the_storage_shrinks(convert: Any,
+                                                                 converter: str) -> None:
+    shrunk = convert(converter, _shrunk())
+    assert shrunk.fake(0).untyped_storage().nbytes() == 12  # what torch does
+    assert storage_sized_to_tensors(shrunk.case("t0")) is (converter != "fake-dynamic")
+    # (with symbolic sizes the storage size is symbolic: the storage check cannot see it)
+    plain = convert(converter, torch.randn(3))
+    assert plain.fake(0).untyped_storage().nbytes() == 12
+    assert not storage_sized_to_tensors(plain.case("t0"))
+
+
+def test_storage_sized_to_tensors_follows_a_later_alias(convert: Any) -> None:
+    x = torch.randn(8)
+    window = torch.empty(0).set_(x.untyped_storage(), 0, (2,), (1,))
+    # the window first: its storage is sized to 2 elements, then grown by x
+    c = convert("fake", window, x)
+    assert c.fake(0).untyped_storage().nbytes() == 32
+    assert not storage_sized_to_tensors(c.case("t0"))
+    # the window alone: 8 bytes where the real storage has 32
+    alone = convert("fake", window)
+    assert alone.fake(0).untyped_storage().nbytes() == 8
+    assert storage_sized_to_tensors(alone.case("t0"))
+
+
+def test_version_counters_are_shared_along_views_only(convert: Any) -> None:
+    x = torch.randn(3)
+    detached, view = x.detach(), x[1:]
+    c = convert("fake", x, detached, view)
+    fx, fd, fv = (c.fake(i) for i in range(3))
+    before = fx._version, fd._version
+    torch.autograd.graph.increment_version(fv)
+    # what torch does: the view's base sees the bump, the detached alias not
+    assert (fx._version, fd._version) == (before[0] + 1, before[1])
+    assert shares_version_counter_outside_view_tree(c.case("t0"))
+    assert shares_version_counter_outside_view_tree(c.case("t1"))
+    assert not shares_version_counter_outside_view_tree(convert("fake", x, view).case("t0"))
+
+
+def test_sparse_nnz_holds_for_elements_only(convert: Any) -> None:
+    c = convert("fake", torch.eye(3).to_sparse(), torch.zeros(2, 2).to_sparse())
+    assert (c.fake(0)._nnz(), c.fake(1)._nnz()) == (0, 0)
+    assert is_sparse_with_elements(c.case("t0"))
+    assert not is_sparse_with_elements(c.case("t1"))  # nnz 0 on both sides
+
+
+def test_carried_conj_bits(convert: Any) -> None:
+    x, y = torch.randn(3, dtype=torch.complex64), torch.randn(3, dtype=torch.complex64)
+    c = convert("fake-real", x.conj(), y)
+    assert c.fake(0).is_conj() and not c.fake(0).real_tensor.is_conj()  # what torch does
+    assert carries_conj_neg(c.case("t0"))
+    assert not carries_conj_neg(c.case("t1"))
+
+
+def test_copy_fails_where_copying_the_values_raises() -> None:
+    sub_byte = torch.empty(2, dtype=torch.int3)
+    overlapping = torch.empty(0).set_(torch.randn(4).untyped_storage(), 0, (4,), (0,))
+    for t in (sub_byte, overlapping):
+        conversion = Conversion(("t0",), (t,), (None,), None)
+        assert any_copy_fails(Case("fake-real", "t0", t, (t,), conversion))
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            make_converter("fake-real").convert(t)
+    plain = torch.randn(3)
+    conversion = Conversion(("t0",), (plain,), (None,), None)
+    assert not any_copy_fails(Case("fake-real", "t0", plain, (plain,), conversion))
