@@ -88,7 +88,6 @@ def triage(
             explained.append((matching[0].id, m))
             hit.update(e.id for e in matching)
 
-    crashed = {m.check for m in mismatches if m.attribute == "check raised"}
     # A conversion that raised shows one error: entries expecting another
     # cannot be judged.
     conversion_raised = any(m.check == "conversion" for m in mismatches)
@@ -97,7 +96,7 @@ def triage(
     facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
     for e in entries:
         checks = _check_set(e)
-        if e.id in hit or checks.isdisjoint(ran) or not checks.isdisjoint(crashed):
+        if e.id in hit or checks.isdisjoint(ran):
             continue
         if conversion_raised and "conversion" in checks:
             continue
