@@ -78,16 +78,22 @@ class FidelitySession:
         self.distributing = isolation.is_distributing(config)
         self.reproducers = os.path.join(str(config.rootpath), opts.reproducers)
         run_known_crashes_in_children(opts.run_known_crashes)
+        # --collect-only (how HypoFuzz collects): no example runs in this
+        # session, so no journal; HypoFuzz calls the items' tests after the
+        # session is over, when a journal would be closed.  Nor are an
+        # earlier run's crash remains consumed here: the next real run
+        # reports them.
+        self.collect_only = bool(config.option.collectonly)
+        self.journal_directory = ""
         if self.is_worker:
-            directory = config.workerinput[isolation.WORKER_JOURNALS]  # type: ignore[attr-defined]
-        else:
+            self.journal_directory = config.workerinput[isolation.WORKER_JOURNALS]  # type: ignore[attr-defined]
+        elif not self.collect_only:
             root = isolation.journal_root(config, opts.reproducers)
             self._recover_earlier_crashes(root)
-            directory = journal.run_directory(root)
-        self.journal_directory = directory
-        if not self.distributing:  # this process runs the examples
-            self.run.journal = journal.Journal(directory, isolation.worker_name(config),
-                                               opts.example_timeout)
+            self.journal_directory = journal.run_directory(root)
+        if not (self.distributing or self.collect_only):  # this process runs the examples
+            self.run.journal = journal.Journal(self.journal_directory,
+                                               isolation.worker_name(config), opts.example_timeout)
         self.progress = None if self.is_worker else Progress.for_run(config, opts)
         _point_collection_at_suite(config)
 
@@ -244,7 +250,7 @@ class FidelitySession:
     def pytest_sessionfinish(self) -> None:
         if self.run.journal is not None:
             self.run.journal.close()
-        if self.is_worker:
+        if self.is_worker or self.collect_only:
             return
         try:
             os.rmdir(self.journal_directory)
