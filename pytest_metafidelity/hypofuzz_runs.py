@@ -20,3 +20,29 @@ import sys
 def in_hypofuzz_run() -> bool:
     detection = sys.modules.get("hypofuzz.detection")
     return bool(detection is not None and detection.in_hypofuzz_run())
+
+
+def fuzzed_examples(pytest_args: list[str]) -> dict[str, dict[str, int]]:
+    """What HypoFuzz has recorded in the settings profile's database for
+    the tests ``hypothesis fuzz -- PYTEST_ARGS`` fuzzes: for each node id,
+    the examples its workers ran (the largest count any of its reports
+    holds; HypoFuzz saves a report whenever coverage grows or a phase
+    changes), its failures and its fatal errors.  Needs HypoFuzz; collects
+    the tests as it does (with pytest, in this process)."""
+    from hypofuzz.collection import collect_tests
+    from hypofuzz.database import FailureState, HypofuzzDatabase
+    from hypothesis import settings
+
+    collected = collect_tests(pytest_args)
+    db = HypofuzzDatabase(settings().database)
+    found = {}
+    for target in collected.fuzz_targets:
+        key = target.database_key
+        reports = db.reports.fetch(key)
+        found[target.nodeid] = {
+            "examples": max((sum(r.status_counts.values()) for r in reports), default=0),
+            "failures": sum(len(list(db.failures(state=state).fetch(key)))
+                            for state in (FailureState.SHRUNK, FailureState.UNSHRUNK)),
+            "fatal": len(list(db.fatal_failures.fetch_all(key))),
+        }
+    return found

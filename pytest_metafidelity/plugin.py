@@ -95,6 +95,11 @@ class FidelitySession:
             self.run.journal = journal.Journal(self.journal_directory,
                                                isolation.worker_name(config), opts.example_timeout)
         self.progress = None if self.is_worker else Progress.for_run(config, opts)
+        if opts.database:
+            # Loaded as the settings profile before any test module is
+            # imported: users' own @given tests in this run, and HypoFuzz
+            # (which fuzzes only tests on the profile's database), use it too.
+            self.run.database()
         _point_collection_at_suite(config)
 
     def _recover_earlier_crashes(self, root: str) -> None:
