@@ -167,8 +167,15 @@ class FidelitySession:
         from .suite.runner import fidelity_test
 
         suite = [i for i in items if _is_suite_item(i)]
+        opts = self.run.options
+        nothing_to_run = None
+        if not opts.devices:  # every device asked for is a GPU this machine lacks
+            nothing_to_run = pytest.mark.skip(reason="; ".join(r for _, r in opts.skipped_devices)
+                                              + ": no device left to run the suite on")
         for item in suite:
             item.add_marker("metafidelity_suite")
+            if nothing_to_run is not None:
+                item.add_marker(nothing_to_run)
             # The item's own test: this run's settings, a fixed number of
             # examples or rounds that spend its share of the time budget.
             item.obj = fidelity_test(self.run, item.nodeid)  # type: ignore[attr-defined]
@@ -230,9 +237,13 @@ class FidelitySession:
                     self.progress.item_done(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not (self.collector.items or self.collector.earlier_crashes):
+        if self.is_worker:
             return
         tr = terminalreporter
+        for _, reason in self.run.options.skipped_devices:
+            tr.write_line(f"metafidelity: {reason}")
+        if not (self.collector.items or self.collector.earlier_crashes):
+            return
         tr.write_sep("=", "metafidelity: kinds x converters")
         tr.write_line(self.collector.table())
         failures = self.collector.failures_text()
