@@ -25,9 +25,9 @@ def in_hypofuzz_run() -> bool:
 def fuzzed_examples(pytest_args: list[str]) -> dict[str, dict[str, int]]:
     """What HypoFuzz has recorded in the settings profile's database for
     the tests ``hypothesis fuzz -- PYTEST_ARGS`` fuzzes: for each node id,
-    the examples its workers ran (the largest count any of its reports
-    holds; HypoFuzz saves a report whenever coverage grows or a phase
-    changes), its failures and its fatal errors.  Needs HypoFuzz; collects
+    the examples its workers ran (per worker the largest count its reports
+    hold -- HypoFuzz saves a report whenever coverage grows or a phase
+    changes -- summed over workers), its failures and its fatal errors.  Needs HypoFuzz; collects
     the tests as it does (with pytest, in this process)."""
     from hypofuzz.collection import collect_tests
     from hypofuzz.database import FailureState, HypofuzzDatabase
@@ -38,9 +38,12 @@ def fuzzed_examples(pytest_args: list[str]) -> dict[str, dict[str, int]]:
     found = {}
     for target in collected.fuzz_targets:
         key = target.database_key
-        reports = db.reports.fetch(key)
+        per_worker: dict[str, int] = {}
+        for report in db.reports.fetch(key):
+            examples = sum(report.status_counts.values())
+            per_worker[report.worker_uuid] = max(per_worker.get(report.worker_uuid, 0), examples)
         found[target.nodeid] = {
-            "examples": max((sum(r.status_counts.values()) for r in reports), default=0),
+            "examples": sum(per_worker.values()),
             "failures": sum(len(list(db.failures(state=state).fetch(key)))
                             for state in (FailureState.SHRUNK, FailureState.UNSHRUNK)),
             "fatal": len(list(db.fatal_failures.fetch_all(key))),

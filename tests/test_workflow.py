@@ -117,13 +117,17 @@ def test_every_workflow_command_is_documented_in_the_readme() -> None:
         assert _shape(command) in documented, f"not in the README: {command}"
 
 
-def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any]) -> Any:
+def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any],
+              programs: Path | None = None) -> Any:
+    """Run the step's script here; ``programs``: a folder searched first
+    for its programs."""
     job = WORKFLOW["jobs"][job_name]
     (step,) = [s for s in job["steps"] if s.get("name") == step_name]
     env = {**os.environ, **_env(job, step, matrix), **QUICK_ENV}
     # Offline here: the shards' own directory database, not the artifact one.
     env["METAFIDELITY_DATABASE"] = ".hypothesis/metafidelity-db"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PATH"] = os.pathsep.join([*([str(programs)] if programs else []),
+                                   str(Path(sys.executable).parent), env["PATH"]])
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(["bash", "-euo", "pipefail", "-c", _evaluate(step["run"], matrix)],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
@@ -155,3 +159,40 @@ def test_workflow_commands_run_here(tmp_path: Path) -> None:
     for reason in gpu_report["environment"]["skipped_devices"].values():
         assert reason in page
     assert not (tmp_path / "merged" / "new-failures.md").exists()  # stock torch: none
+
+
+# GitHub cannot be reached from here: a `gh` that records its command lines
+# and answers `gh issue list` with the open issue's number, if any.
+GH_RECORDER = """#!/bin/sh
+printf '%s\\n' "$*" >> "$GH_CALLS"
+if [ "$1 $2" = "issue list" ] && [ -f "$GH_OPEN_ISSUE" ]; then cat "$GH_OPEN_ISSUE"; fi
+"""
+
+
+@pytest.mark.parametrize("open_issue", ["", "42"])
+def test_issue_step_opens_an_issue_or_comments_on_the_open_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_issue: str) -> None:
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "gh").write_text(GH_RECORDER)
+    (programs / "gh").chmod(0o755)
+    monkeypatch.setenv("GH_CALLS", str(tmp_path / "gh-calls"))
+    monkeypatch.setenv("GH_OPEN_ISSUE", str(tmp_path / "open-issue"))
+    if open_issue:
+        (tmp_path / "open-issue").write_text(open_issue + "\n")
+    (tmp_path / "merged").mkdir()
+    (tmp_path / "merged" / "new-failures.md").write_text("# a new failure\n")
+    (step,) = [s for s in WORKFLOW["jobs"]["report"]["steps"]
+               if s.get("name") == "Open or update the issue"]
+    assert "hashFiles('merged/new-failures.md')" in step["if"]
+    result = _run_step("report", "Open or update the issue", tmp_path, {}, programs=programs)
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "gh-calls").read_text().splitlines()
+    assert calls[0] == "label create metafidelity-nightly --color B60205 --force"
+    assert calls[1].startswith("issue list --label metafidelity-nightly --state open")
+    if open_issue:
+        assert calls[2:] == ["issue comment 42 --body-file merged/new-failures.md"]
+    else:
+        assert calls[2:] == ["issue create --title metafidelity nightly: new fakeification "
+                             "failures --label metafidelity-nightly --body-file "
+                             "merged/new-failures.md"]
