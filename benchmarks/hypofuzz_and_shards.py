@@ -29,14 +29,6 @@ import time
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-READ_BACK = (
-    "import json, sys\n"
-    "from hypofuzz import detection\n"
-    "from pytest_metafidelity.hypofuzz_runs import fuzzed_examples\n"
-    "detection._in_hypofuzz_run = True\n"
-    "print('RESULT=' + json.dumps(fuzzed_examples(sys.argv[1:])))\n"
-)
-
 
 def _env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "METAFIDELITY_"))}
@@ -59,12 +51,12 @@ def fuzz(seconds: float, args: list[str]) -> None:
             os.killpg(process.pid, signal.SIGTERM)
         wall = time.monotonic() - started
         output = process.communicate(timeout=60)[0]
-        result = subprocess.run([sys.executable, "-c", READ_BACK, *pytest_args], cwd=cwd,
-                                env=_env(), capture_output=True, text=True)
-        lines = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT=")]
-        if not lines:
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest_metafidelity.hypofuzz_runs", *pytest_args], cwd=cwd,
+            env=_env(), capture_output=True, text=True)
+        if result.returncode != 0:
             sys.exit(f"could not read HypoFuzz's results:\n{output[-2000:]}\n{result.stderr[-2000:]}")
-        found = json.loads(lines[-1].removeprefix("RESULT="))
+        found = json.loads(result.stdout.splitlines()[-1])
     examples = sum(r["examples"] for r in found.values())
     fuzzed = sum(1 for r in found.values() if r["examples"])
     failures = sum(r["failures"] + r["fatal"] for r in found.values())

@@ -49,3 +49,15 @@ def fuzzed_examples(pytest_args: list[str]) -> dict[str, dict[str, int]]:
             "fatal": len(list(db.fatal_failures.fetch_all(key))),
         }
     return found
+
+
+if __name__ == "__main__":
+    # python -m pytest_metafidelity.hypofuzz_runs PYTEST_ARGS...: the
+    # fuzzed_examples of the tests `hypothesis fuzz -- PYTEST_ARGS` fuzzes,
+    # as JSON on the last line (collected as HypoFuzz's workers see them).
+    import json
+
+    from hypofuzz import detection
+
+    detection._in_hypofuzz_run = True
+    print(json.dumps(fuzzed_examples(sys.argv[1:])))

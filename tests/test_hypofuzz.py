@@ -36,22 +36,13 @@ from pytest_metafidelity import assert_faithful, meta_tensors
 def test_views_fakeify_faithfully(t):
     assert_faithful(t, converters=["meta"])
 '''
-# Prints fuzzed_examples(ARGS) as JSON, as a process HypoFuzz started would
-# see the tests (its detection flag set).
-READ_BACK = """
-import json, sys
-from hypofuzz import detection
-from pytest_metafidelity.hypofuzz_runs import fuzzed_examples
-detection._in_hypofuzz_run = True
-print("RESULT=" + json.dumps(fuzzed_examples(sys.argv[1:])))
-"""
 COLLECT = """
 import json, sys
 from hypofuzz import detection
 from hypofuzz.collection import collect_tests
 detection._in_hypofuzz_run = True
 found = collect_tests(sys.argv[1:])
-print("RESULT=" + json.dumps({"targets": [t.nodeid for t in found.fuzz_targets],
+print(json.dumps({"targets": [t.nodeid for t in found.fuzz_targets],
                               "not_collected": {k: str(v) for k, v in found.not_collected.items()}}))
 """
 
@@ -64,18 +55,18 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _python(code: str, args: list[str], cwd: Path, env: dict[str, str]) -> dict:
-    result = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env,
+def _python(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
+    """The JSON a Python command prints on its last line."""
+    result = subprocess.run([sys.executable, *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=300)
-    lines = [ln for ln in result.stdout.splitlines() if ln.startswith("RESULT=")]
-    assert result.returncode == 0 and lines, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads(lines[-1].removeprefix("RESULT="))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
 
 
 def test_hypofuzz_collects_the_items_under_any_profile(tmp_path: Path) -> None:
     """The ``ci`` profile derandomizes and keeps no database; HypoFuzz would
     skip such tests, so under HypoFuzz both are left to the profile."""
-    found = _python(COLLECT, SUITE_ARGS, tmp_path, _clean_env(METAFIDELITY_PROFILE="ci"))
+    found = _python(["-c", COLLECT, *SUITE_ARGS], tmp_path, _clean_env(METAFIDELITY_PROFILE="ci"))
     assert found["not_collected"] == {}
     assert sorted(t.rsplit("::", 1)[1] for t in found["targets"]) == [
         "test_fidelity[dense-fake]", "test_fidelity[view-fake]"]
@@ -97,7 +88,7 @@ def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None
         time.sleep(40)
         while True:
             assert fuzz.poll() is None, fuzz.stdout.read()[-3000:]  # type: ignore[union-attr]
-            found = _python(READ_BACK, args, tmp_path, env)
+            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *args], tmp_path, env)
             if (len(found) == 3 and all(r["examples"] > 0 for r in found.values())) or (
                     time.monotonic() > deadline):
                 break
