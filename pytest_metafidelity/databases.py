@@ -15,9 +15,11 @@ every writable one).  Each is one of
 and ``ro:`` before any of them makes it read-only (``ReadOnlyDatabase``).
 
 :func:`parse` only reads the text (a bad SPEC is a usage error at start-up);
-:func:`suite_database` builds the databases in the process that runs the
-items, registers them as the Hypothesis settings profile ``metafidelity``
-and loads it, so the items' settings inherit the database from the profile.
+:func:`suite_database` builds the databases when pytest starts (in every
+process of the run), registers them as the Hypothesis settings profile
+``metafidelity`` and loads it, so the items' settings inherit the database
+from the profile -- and so do the user's own ``@given`` tests collected in
+the same run, which is what HypoFuzz requires of the tests it fuzzes.
 
 A shared database is only useful between runners of one Hypothesis version
 (its stored format changed in 6.124 and may change again): the database

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import warnings
 from typing import Any
 
@@ -134,6 +135,9 @@ class SuiteOptions:
     shrink_crashes: float = DEFAULT_SHRINK_CRASHES  # seconds; 0: off
     database: tuple[Any, ...] = ()  # databases.DatabaseSpec, from --metafidelity-database
     shard: tuple[int, int] | None = None  # (I, N) from --metafidelity-shard
+    # (device, reason): GPUs asked for that this machine does not have; the
+    # run goes on with the other devices (none left: the suite is skipped)
+    skipped_devices: tuple[tuple[str, str], ...] = ()
 
 
 class OptionError(ValueError):
@@ -169,6 +173,26 @@ def _number(option: str, value: Any, cast: Any, low: float) -> Any:
     return number
 
 
+def _devices(given: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """The devices to use, and the GPUs asked for but not visible here with
+    why (a nightly GPU job may land on a machine without one)."""
+    from .strategies.config import missing_gpu_reason, visible_devices
+
+    known = list(visible_devices())
+    if not given:
+        return tuple(known), ()
+    devices, skipped = [], []
+    for device in ("cuda:0" if d == "cuda" else d for d in given):
+        if device in known:
+            devices.append(device)
+        elif re.fullmatch(r"cuda:[0-9]+", device):
+            skipped.append((device, missing_gpu_reason(device)))
+        else:
+            raise OptionError(f"--metafidelity-devices: unknown value {device!r}; valid: "
+                              f"cpu, meta, cuda, cuda:N (here: {', '.join(known)})")
+    return tuple(dict.fromkeys(devices)), tuple(dict.fromkeys(skipped))
+
+
 def resolve(config: Any) -> SuiteOptions:
     """Validate every option against the registries (imports torch)."""
     with warnings.catch_warnings():
@@ -179,7 +203,6 @@ def resolve(config: Any) -> SuiteOptions:
     from . import databases, shards
     from .checks import all_checks
     from .converters import CONVERTERS
-    from .strategies.config import visible_devices
     from .strategies.kinds import all_kinds, available_kinds
 
     profile_name = raw_value(config, "metafidelity_profile") or "dev"
@@ -206,14 +229,7 @@ def resolve(config: Any) -> SuiteOptions:
     checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
                      list(all_checks()),
                      [n for n, c in all_checks().items() if c.in_suite_by_default])
-    known_devices = list(visible_devices())
-    devices_given = ["cuda:0" if d == "cuda" else d
-                     for d in _split(raw_value(config, "metafidelity_devices"))]
-    devices = _choose("metafidelity_devices", devices_given, known_devices + ["cuda:0"],
-                      known_devices)
-    if "cuda:0" in devices and "cuda:0" not in known_devices:
-        raise OptionError("--metafidelity-devices: 'cuda' was asked for but no GPU is visible; "
-                          f"valid here: {', '.join(known_devices)}")
+    devices, skipped_devices = _devices(_split(raw_value(config, "metafidelity_devices")))
 
     examples = _number("metafidelity_examples", raw_value(config, "metafidelity_examples"), int, 1)
     budget = _number("metafidelity_budget", raw_value(config, "metafidelity_budget"), float, 0.1)
@@ -228,6 +244,7 @@ def resolve(config: Any) -> SuiteOptions:
         converters=converters,
         checks=checks,
         devices=devices,
+        skipped_devices=skipped_devices,
         profile=profile,
         examples=examples,
         budget=budget,

@@ -78,17 +78,28 @@ class FidelitySession:
         self.distributing = isolation.is_distributing(config)
         self.reproducers = os.path.join(str(config.rootpath), opts.reproducers)
         run_known_crashes_in_children(opts.run_known_crashes)
+        # --collect-only (how HypoFuzz collects): no example runs in this
+        # session, so no journal; HypoFuzz calls the items' tests after the
+        # session is over, when a journal would be closed.  Nor are an
+        # earlier run's crash remains consumed here: the next real run
+        # reports them.
+        self.collect_only = bool(config.option.collectonly)
+        self.journal_directory = ""
         if self.is_worker:
-            directory = config.workerinput[isolation.WORKER_JOURNALS]  # type: ignore[attr-defined]
-        else:
+            self.journal_directory = config.workerinput[isolation.WORKER_JOURNALS]  # type: ignore[attr-defined]
+        elif not self.collect_only:
             root = isolation.journal_root(config, opts.reproducers)
             self._recover_earlier_crashes(root)
-            directory = journal.run_directory(root)
-        self.journal_directory = directory
-        if not self.distributing:  # this process runs the examples
-            self.run.journal = journal.Journal(directory, isolation.worker_name(config),
-                                               opts.example_timeout)
+            self.journal_directory = journal.run_directory(root)
+        if not (self.distributing or self.collect_only):  # this process runs the examples
+            self.run.journal = journal.Journal(self.journal_directory,
+                                               isolation.worker_name(config), opts.example_timeout)
         self.progress = None if self.is_worker else Progress.for_run(config, opts)
+        if opts.database:
+            # Loaded as the settings profile before any test module is
+            # imported: users' own @given tests in this run, and HypoFuzz
+            # (which fuzzes only tests on the profile's database), use it too.
+            self.run.database()
         _point_collection_at_suite(config)
 
     def _recover_earlier_crashes(self, root: str) -> None:
@@ -156,8 +167,15 @@ class FidelitySession:
         from .suite.runner import fidelity_test
 
         suite = [i for i in items if _is_suite_item(i)]
+        opts = self.run.options
+        nothing_to_run = None
+        if not opts.devices:  # every device asked for is a GPU this machine lacks
+            nothing_to_run = pytest.mark.skip(reason="; ".join(r for _, r in opts.skipped_devices)
+                                              + ": no device left to run the suite on")
         for item in suite:
             item.add_marker("metafidelity_suite")
+            if nothing_to_run is not None:
+                item.add_marker(nothing_to_run)
             # The item's own test: this run's settings, a fixed number of
             # examples or rounds that spend its share of the time budget.
             item.obj = fidelity_test(self.run, item.nodeid)  # type: ignore[attr-defined]
@@ -219,9 +237,13 @@ class FidelitySession:
                     self.progress.item_done(record)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.is_worker or not (self.collector.items or self.collector.earlier_crashes):
+        if self.is_worker:
             return
         tr = terminalreporter
+        for _, reason in self.run.options.skipped_devices:
+            tr.write_line(f"metafidelity: {reason}")
+        if not (self.collector.items or self.collector.earlier_crashes):
+            return
         tr.write_sep("=", "metafidelity: kinds x converters")
         tr.write_line(self.collector.table())
         failures = self.collector.failures_text()
@@ -244,7 +266,7 @@ class FidelitySession:
     def pytest_sessionfinish(self) -> None:
         if self.run.journal is not None:
             self.run.journal.close()
-        if self.is_worker:
+        if self.is_worker or self.collect_only:
             return
         try:
             os.rmdir(self.journal_directory)

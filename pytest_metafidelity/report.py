@@ -321,7 +321,9 @@ class Collector:
         import torch
 
         devices = ["cpu"]
-        if torch.cuda.is_available():
+        # device_count() first: it asks NVML, and is 0 without a GPU, where
+        # naming one would initialise CUDA for nothing.
+        if torch.cuda.device_count():
             devices += [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
         return {
             "environment": {
@@ -329,6 +331,8 @@ class Collector:
                 "python": sys.version.split()[0],
                 "platform": platform.platform(),
                 "devices": devices,
+                # GPUs asked for that the machine lacks: device -> why
+                "skipped_devices": dict(getattr(options, "skipped_devices", ())),
                 "seed": seed,
                 "profile": options.profile.name,
             },

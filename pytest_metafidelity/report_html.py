@@ -171,6 +171,7 @@ def _environment(doc: dict[str, Any]) -> str:
         ("torch", env.get("torch")), ("python", env.get("python")),
         ("platform", env.get("platform")), ("devices (machine)", ", ".join(env.get("devices", []))),
         ("devices (tensors)", ", ".join(options.get("devices", []))),
+        ("devices skipped", "; ".join(env.get("skipped_devices", {}).values())),
         ("seed", env.get("seed")), ("profile", env.get("profile")),
         ("examples per item", options.get("examples")), ("budget (s)", options.get("budget")),
     ]
@@ -178,10 +179,12 @@ def _environment(doc: dict[str, Any]) -> str:
     inputs = doc.get("inputs", [])
     shard_rows = "".join(
         f"<tr><td>{_e(i['file'])}</td><td>{_e(i.get('shard') or '')}</td>"
-        f"<td>{_e(', '.join(i.get('devices') or []))}</td><td>{i['items']}</td>"
+        f"<td>{_e(', '.join(i.get('devices') or []))}</td>"
+        f"<td>{_e('; '.join((i.get('skipped_devices') or {}).values()))}</td><td>{i['items']}</td>"
         f"<td>{_e(i.get('torch'))}</td><td>{_e(i.get('seed'))}</td></tr>" for i in inputs)
     shards = (f"<h3>Runs merged ({len(inputs)})</h3><table><tr><th>report</th><th>shard</th>"
-              f"<th>devices</th><th>items</th><th>torch</th><th>seed</th></tr>{shard_rows}</table>"
+              f"<th>devices</th><th>devices skipped</th><th>items</th><th>torch</th><th>seed</th>"
+              f"</tr>{shard_rows}</table>"
               if inputs else "")
     return f"<table>{table}</table>{shards}"
 

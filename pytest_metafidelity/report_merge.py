@@ -104,6 +104,7 @@ def merge(docs: list[dict[str, Any]], names: list[str] | None = None) -> dict[st
             "items": len(doc["items"]),
             "shard": options.get("shard"),
             "devices": devices,
+            "skipped_devices": environment.get("skipped_devices", {}),
             "torch": environment.get("torch"),
             "seed": environment.get("seed"),
             "profile": environment.get("profile"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Any
 
 from hypothesis import strategies as st
@@ -64,8 +65,12 @@ def printable_dtypes() -> tuple[Any, ...]:
     found = []
     for dtype in supported_dtypes():
         try:
+            # Scalars and empty tensors take other paths through torch's
+            # printer (float4_e2m1fn_x2 prints at shape (2,), not at () or
+            # (0,)); HypoFuzz prints every example, not only failing ones.
             with quiet_torch_notices():
-                repr(torch.zeros(2, dtype=dtype))
+                for shape in ((), (0,), (2,), (2, 3)):
+                    repr(torch.zeros(shape, dtype=dtype))
         except Exception:
             continue
         found.append(dtype)
@@ -110,17 +115,32 @@ def dense_expr(shape: tuple[int, ...], dtype: Any, device: str, memory_format: s
 
 
 def visible_devices() -> tuple[str, ...]:
-    """cpu, meta and every visible GPU.  Never initialises CUDA: only asks
-    for the device count, and only when a strategy is built."""
+    """cpu, meta and every visible GPU.  Never initialises CUDA, so that
+    processes forked afterwards (HypoFuzz's workers) can use it: only
+    ``torch.cuda.device_count()``, which asks NVML where it can, and not
+    ``torch.cuda.is_available()``, which calls ``cuInit``."""
     import torch
 
     devices = ["cpu", "meta"]
     try:
-        if torch.cuda.is_available():
-            devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        devices += [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     except Exception:
         pass
     return tuple(devices)
+
+
+def missing_gpu_reason(device: str) -> str:
+    """Why ``device`` (``cuda:N``) is not among :func:`visible_devices`."""
+    import torch
+
+    if not torch.backends.cuda.is_built():
+        return f"{device} skipped: this torch ({torch.__version__}) is a CPU-only build"
+    count = torch.cuda.device_count()
+    if count == 0:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        where = f" (CUDA_VISIBLE_DEVICES={visible!r})" if visible is not None else ""
+        return f"{device} skipped: no GPU is visible{where}"
+    return f"{device} skipped: only {count} GPU(s) are visible (cuda:0 to cuda:{count - 1})"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -117,13 +117,17 @@ def test_every_workflow_command_is_documented_in_the_readme() -> None:
         assert _shape(command) in documented, f"not in the README: {command}"
 
 
-def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any]) -> Any:
+def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any],
+              programs: Path | None = None) -> Any:
+    """Run the step's script here; ``programs``: a folder searched first
+    for its programs."""
     job = WORKFLOW["jobs"][job_name]
     (step,) = [s for s in job["steps"] if s.get("name") == step_name]
     env = {**os.environ, **_env(job, step, matrix), **QUICK_ENV}
     # Offline here: the shards' own directory database, not the artifact one.
     env["METAFIDELITY_DATABASE"] = ".hypothesis/metafidelity-db"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PATH"] = os.pathsep.join([*([str(programs)] if programs else []),
+                                   str(Path(sys.executable).parent), env["PATH"]])
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(["bash", "-euo", "pipefail", "-c", _evaluate(step["run"], matrix)],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
@@ -136,10 +140,11 @@ def test_workflow_commands_run_here(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
         assert (tmp_path / "out" / f"cpu-{shard}.json").exists()
     gpu = _run_step("gpu", "Fuzz on the GPU", tmp_path, {})
-    if gpu.returncode == pytest.ExitCode.USAGE_ERROR:  # no GPU here: refused clearly
-        assert "'cuda' was asked for but no GPU is visible" in gpu.stderr
-    else:
-        assert gpu.returncode == 0, gpu.stdout[-3000:]
+    assert gpu.returncode == 0, gpu.stdout[-3000:] + gpu.stderr[-3000:]
+    gpu_report = json.loads((tmp_path / "out" / "gpu.json").read_text())
+    no_gpu = "cuda:0" in gpu_report["environment"]["skipped_devices"]
+    if no_gpu:  # the GPU job on a machine without one: skipped, saying why
+        assert "metafidelity: cuda:0 skipped: " in gpu.stdout and gpu_report["items"] == []
     for step in ("Merge the shard reports", "Render the page",
                  "List the failures the previous night did not have"):
         result = _run_step("report", step, tmp_path, {})
@@ -147,7 +152,47 @@ def test_workflow_commands_run_here(tmp_path: Path) -> None:
     merged = json.loads((tmp_path / "merged" / "nightly.json").read_text())
     items = {(i["kind"], i["converter"]) for i in merged["items"]}
     assert len(items) == len(merged["items"]) >= 8  # every item once (the GPU's apart)
-    assert len(merged["inputs"]) == len(shards) + (gpu.returncode == 0)
+    assert len(merged["inputs"]) == len(shards) + 1
+    assert merged["inputs"][-1]["skipped_devices"] == gpu_report["environment"]["skipped_devices"]
     page = (tmp_path / "merged" / "nightly.html").read_text()
     assert '<table id="heatmap">' in page
+    for reason in gpu_report["environment"]["skipped_devices"].values():
+        assert reason in page
     assert not (tmp_path / "merged" / "new-failures.md").exists()  # stock torch: none
+
+
+# GitHub cannot be reached from here: a `gh` that records its command lines
+# and answers `gh issue list` with the open issue's number, if any.
+GH_RECORDER = """#!/bin/sh
+printf '%s\\n' "$*" >> "$GH_CALLS"
+if [ "$1 $2" = "issue list" ] && [ -f "$GH_OPEN_ISSUE" ]; then cat "$GH_OPEN_ISSUE"; fi
+"""
+
+
+@pytest.mark.parametrize("open_issue", ["", "42"])
+def test_issue_step_opens_an_issue_or_comments_on_the_open_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_issue: str) -> None:
+    programs = tmp_path / "programs"
+    programs.mkdir()
+    (programs / "gh").write_text(GH_RECORDER)
+    (programs / "gh").chmod(0o755)
+    monkeypatch.setenv("GH_CALLS", str(tmp_path / "gh-calls"))
+    monkeypatch.setenv("GH_OPEN_ISSUE", str(tmp_path / "open-issue"))
+    if open_issue:
+        (tmp_path / "open-issue").write_text(open_issue + "\n")
+    (tmp_path / "merged").mkdir()
+    (tmp_path / "merged" / "new-failures.md").write_text("# a new failure\n")
+    (step,) = [s for s in WORKFLOW["jobs"]["report"]["steps"]
+               if s.get("name") == "Open or update the issue"]
+    assert "hashFiles('merged/new-failures.md')" in step["if"]
+    result = _run_step("report", "Open or update the issue", tmp_path, {}, programs=programs)
+    assert result.returncode == 0, result.stderr
+    calls = (tmp_path / "gh-calls").read_text().splitlines()
+    assert calls[0] == "label create metafidelity-nightly --color B60205 --force"
+    assert calls[1].startswith("issue list --label metafidelity-nightly --state open")
+    if open_issue:
+        assert calls[2:] == ["issue comment 42 --body-file merged/new-failures.md"]
+    else:
+        assert calls[2:] == ["issue create --title metafidelity nightly: new fakeification "
+                             "failures --label metafidelity-nightly --body-file "
+                             "merged/new-failures.md"]

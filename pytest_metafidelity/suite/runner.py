@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from ..hypofuzz_runs import in_hypofuzz_run
 from ..strategies.torch_notices import quiet_torch_notices
 from .budget import TimeBudget
 from .journal import Journal, JournalEntry, RUNNING, encode_choices
@@ -153,8 +154,10 @@ def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None 
     # profile without a database (ci), whose examples are then random, since
     # Hypothesis uses no database when derandomized.
     shared = suite_database(run.options.database) if run.options is not None else None
+    # Under HypoFuzz the settings profile decides both (see hypofuzz_runs).
+    fuzzing = in_hypofuzz_run()
     if derandomize is None:
-        derandomize = bool(profile and profile.derandomize) and shared is None
+        derandomize = bool(profile and profile.derandomize) and shared is None and not fuzzing
     kwargs: dict[str, Any] = dict(
         max_examples=max_examples,
         deadline=None,
@@ -162,7 +165,7 @@ def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None 
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much, HealthCheck.differing_executors],
     )
-    if profile is not None and not profile.use_database and shared is None:
+    if profile is not None and not profile.use_database and shared is None and not fuzzing:
         kwargs["database"] = None
     return settings(**kwargs)
 

@@ -1,0 +1,108 @@
+"""HypoFuzz (``hypothesis fuzz``, an optional extra) fuzzes the suite's
+items and users' ``@given(meta_tensors())`` tests.
+
+HypoFuzz collects with ``pytest --collect-only`` and then calls the
+Hypothesis tests itself in worker processes; these tests run it for real,
+briefly, and read what its workers recorded in the example database.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("hypofuzz") is None,
+    reason="hypofuzz is not installed (pip install 'pytest-metafidelity[fuzz]'; "
+           "non-commercial licence)")
+
+HYPOTHESIS_CLI = Path(sys.executable).parent / "hypothesis"
+SUITE_ARGS = ["--metafidelity", "--metafidelity-kinds=dense,view",
+              "--metafidelity-converters=fake", "-p", "no:cacheprovider"]
+USER_TEST = '''
+from hypothesis import given, settings
+from pytest_metafidelity import assert_faithful, meta_tensors
+
+@settings(deadline=None)
+@given(meta_tensors(kinds=["view"]))
+def test_views_fakeify_faithfully(t):
+    assert_faithful(t, converters=["meta"])
+'''
+COLLECT = """
+import json, sys
+from hypofuzz import detection
+from hypofuzz.collection import collect_tests
+detection._in_hypofuzz_run = True
+found = collect_tests(sys.argv[1:])
+print(json.dumps({"targets": [t.nodeid for t in found.fuzz_targets],
+                              "not_collected": {k: str(v) for k, v in found.not_collected.items()}}))
+"""
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    """This machine's environment without the outer test run's pytest and
+    metafidelity settings."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "METAFIDELITY_"))}
+    return {**env, **extra}
+
+
+def _python(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
+    """The JSON a Python command prints on its last line."""
+    result = subprocess.run([sys.executable, *args], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def test_hypofuzz_collects_the_items_under_any_profile(tmp_path: Path) -> None:
+    """The ``ci`` profile derandomizes and keeps no database; HypoFuzz would
+    skip such tests, so under HypoFuzz both are left to the profile."""
+    found = _python(["-c", COLLECT, *SUITE_ARGS], tmp_path, _clean_env(METAFIDELITY_PROFILE="ci"))
+    assert found["not_collected"] == {}
+    assert sorted(t.rsplit("::", 1)[1] for t in found["targets"]) == [
+        "test_fidelity[dense-fake]", "test_fidelity[view-fake]"]
+
+
+@pytest.mark.skipif(not HYPOTHESIS_CLI.exists(), reason=f"no {HYPOTHESIS_CLI}")
+def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None:
+    (tmp_path / "test_user.py").write_text(USER_TEST)
+    # The shared database, as the nightly workflow gives it: HypoFuzz
+    # writes where pytest --metafidelity runs read.
+    env = _clean_env(METAFIDELITY_DATABASE=str(tmp_path / "shared-db"))
+    args = [*SUITE_ARGS, "test_user.py"]
+    command = [str(HYPOTHESIS_CLI), "fuzz", "--no-dashboard", "-n", "1", "--", *args]
+    fuzz = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    found: dict = {}
+    try:
+        deadline = time.monotonic() + 240
+        time.sleep(40)
+        while True:
+            assert fuzz.poll() is None, fuzz.stdout.read()[-3000:]  # type: ignore[union-attr]
+            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *args], tmp_path, env)
+            if (len(found) == 3 and all(r["examples"] > 0 for r in found.values())) or (
+                    time.monotonic() > deadline):
+                break
+            time.sleep(10)
+    finally:
+        os.killpg(fuzz.pid, signal.SIGTERM)
+        output = fuzz.communicate(timeout=60)[0]
+    assert "using 1 process to fuzz 3 tests" in output, output[-3000:]
+    names = {nodeid.rsplit("::", 1)[1]: record for nodeid, record in found.items()}
+    assert set(names) == {"test_fidelity[dense-fake]", "test_fidelity[view-fake]",
+                          "test_views_fakeify_faithfully"}, found
+    for name, record in names.items():
+        assert record["examples"] > 0, (name, found, output[-3000:])
+        # Stock torch: no fidelity failure on these items; a failure here
+        # is the plugin broken under HypoFuzz (e.g. a closed journal).
+        assert record["failures"] == 0 and record["fatal"] == 0, (name, found)
+    assert (tmp_path / "shared-db").is_dir()
