@@ -252,6 +252,22 @@ def test_programs_mostly_run() -> None:
     assert steps >= 60 and raised / steps < 0.25, (raised, steps)
 
 
+def test_a_step_raising_in_torch_leaves_the_dispatch_key_sets_alone() -> None:
+    # With real-tensor propagation, alias() of a neg view of a bits dtype
+    # raises while formatting its metadata-mismatch message; torch's error
+    # path leaves stale dispatch-key exclusions in the traceback's frames,
+    # applied when they are freed (here: at the next garbage collection).
+    import gc
+
+    (t,) = built("t0 = torch.empty((2, 2), dtype=torch.bits1x8)", "t1 = torch._neg_view(t0)",
+                 outputs=("t1",))
+    before = torch._C._dispatch_tls_local_exclude_set()
+    outcome = behaviour(t, program="p0 = torch.ops.aten.alias(t1)", converter="fake-real")
+    gc.collect()
+    assert torch._C._dispatch_tls_local_exclude_set() == before, outcome.describe()
+    assert (torch.ones(1, requires_grad=True) * 2).requires_grad
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),
