@@ -268,6 +268,37 @@ def test_a_step_raising_in_torch_leaves_the_dispatch_key_sets_alone() -> None:
     assert (torch.ones(1, requires_grad=True) * 2).requires_grad
 
 
+def test_the_program_runs_on_a_conversion_of_its_own() -> None:
+    # The known-difference registry judges the other checks' findings on the
+    # conversion's tensors after every check ran: the program must not have
+    # changed them.
+    made: list[Any] = []
+
+    def record(conv: Any, real: Any, fake: Any) -> Any:
+        made.append(fake)
+        return fake
+
+    (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
+    with faulty("fake", record):
+        outcome = behaviour(t, program="t0.unsqueeze_(0)\nt0.zero_()")
+    assert outcome.status == PASSED, outcome.describe()
+    assert len(made) == 2 and made[0] is not made[1]
+    assert made[0].shape == (2, 3) and made[1].shape == (1, 2, 3)
+
+
+def test_a_parameters_uncopied_carried_values_stay_a_known_difference() -> None:
+    # fake-real does not copy a Parameter's values into the carried tensor
+    # (real-values-not-copied); set_() on the fake in a program once made the
+    # registry see a changed carried tensor, and fail the oracle's finding.
+    (t,) = built("t0 = torch.arange(1, dtype=torch.float64).to(torch.complex64)",
+                 "t1 = torch.nn.Parameter(t0)", "t2 = t1.select(0, 0)", outputs=("t2",))
+    program = Program.parse("with torch.no_grad():\n    t2.set_()", ["t2"])
+    for _ in range(5):
+        result = check_faithful(t, converters=["fake-real"], checks=["oracle", "behaviour"],
+                                program=program)
+        assert result.outcomes[0].status in (PASSED, KNOWN), result.outcomes[0].describe()
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),
