@@ -299,6 +299,19 @@ def test_a_parameters_uncopied_carried_values_stay_a_known_difference() -> None:
         assert result.outcomes[0].status in (PASSED, KNOWN), result.outcomes[0].describe()
 
 
+@pytest.mark.parametrize("converter", ["fake", "fake-dynamic", "meta"])
+def test_a_conj_views_gradient_losing_its_conj_bit_is_a_known_conversion_difference(
+        converter: str) -> None:
+    (v,) = built("t0 = torch.zeros(3, dtype=torch.complex64)", "t0.requires_grad_()",
+                 "t1 = t0.conj()", "t2 = t1[1:]", outputs=("t2",))
+    outcome = behaviour(v, program="t2.sum().abs().backward()", converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [(m.path, m.attribute) for _, m in outcome.known] == [("t2._base.grad", "is_conj()")]
+    assert {entry_id for entry_id, _ in outcome.known} == {"behaviour-conj-view-grad-not-conj"}
+    # Without a backward, nothing is expected.
+    assert behaviour(v, program="p0 = t2.detach()", converter=converter).status == PASSED
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),

@@ -562,10 +562,10 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
         for m, (numel, shape) in zip(differs, numels):
-            # (attribute, real, fake, elements and shape of the real tensor):
-            # what the behaviour entries of the known-difference registry read
+            # (attribute, real, fake, elements and shape of the real tensor,
+            # path): what the behaviour entries of the known-difference registry read
             _record(conv, "behaviour_differences",
-                    (m.attribute, str(m.real), str(m.fake), numel, shape))
+                    (m.attribute, str(m.real), str(m.fake), numel, shape, m.path))
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")

@@ -1013,3 +1013,15 @@ def real_functorch_view_refusal_fails(case: Case) -> bool:
                   lambda: safe(lambda: _describe_with_data_fails(t), False))
         for t in case.family
     )
+
+
+# -- the behaviour check's conversion-level differences ----------------------------------------
+
+
+def behaviour_grad_lost_conj_bit(case: Case) -> bool:
+    """The ``behaviour`` check recorded, at this case's path, a gradient
+    (``….grad``) that is a conjugate view on the real side and not on the
+    converted side."""
+    return case.path.endswith(".grad") and any(
+        d[0] == "is_conj()" and d[1] == "True" and d[2] == "False" and d[5] == case.path
+        for d in getattr(case.conversion, "behaviour_differences", ()) if len(d) > 5)

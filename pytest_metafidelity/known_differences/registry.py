@@ -1543,3 +1543,42 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES
+
+
+# -- the behaviour check's conversion-level differences (issue #12) ----------------------------
+
+from .predicates import behaviour_grad_lost_conj_bit  # noqa: E402
+
+KNOWN_DIFFERENCES += [
+    KnownDifference(
+        id="behaviour-conj-view-grad-not-conj",
+        check="behaviour",
+        attribute=r"is_conj\(\)",
+        applies=behaviour_grad_lost_conj_bit,
+        reason=(
+            "a converted view of a conjugate view (x.conj()[1:]) has one AsStridedBackward0 on "
+            "its base as autograd history, where the real view has SliceBackward0 -> "
+            "ConjBackward0: a backward through it leaves the base a .grad that is not a "
+            "conjugate view, where eager's (and that of the same view made directly under the "
+            "FakeTensorMode) is"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n"
+            "v = x.conj()[1:]\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(v)\n"
+            "v.sum().abs().backward()\n"
+            "assert x.grad.is_conj()\n"
+            "with mode:\n"
+            "    f.sum().abs().backward()\n"
+            "assert not f._base.grad.is_conj()\n"
+            "with mode:  # made directly under the mode, not converted: as eager\n"
+            "    y = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n"
+            "    y.conj()[1:].sum().abs().backward()\n"
+            "assert y.grad.is_conj()\n"
+        ),
+    ),
+]
