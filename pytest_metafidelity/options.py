@@ -204,8 +204,7 @@ def resolve(config: Any) -> SuiteOptions:
                          _split(raw_value(config, "metafidelity_converters")),
                          list(CONVERTERS), available_converters)
     checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
-                     list(all_checks()),
-                     [n for n, c in all_checks().items() if c.in_suite_by_default])
+                     list(all_checks()), list(all_checks()))
     known_devices = list(visible_devices())
     devices_given = ["cuda:0" if d == "cuda" else d
                      for d in _split(raw_value(config, "metafidelity_devices"))]

@@ -419,10 +419,7 @@ def _fake_mode(fakes: Sequence[Any]) -> Any:
 # -- the check ---------------------------------------------------------------------------------
 
 
-# Opt-in in the suite until its intermittent findings are triaged (issue #12's
-# note: carried Parameter values under fake-real, conj grads under refake).
-@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake",
-       in_suite_by_default=False)
+@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake")
 def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
