@@ -312,6 +312,17 @@ def test_a_conj_views_gradient_losing_its_conj_bit_is_a_known_conversion_differe
     assert behaviour(v, program="p0 = t2.detach()", converter=converter).status == PASSED
 
 
+def test_an_unchecked_storage_bound_the_control_may_check_is_a_known_difference() -> None:
+    (t,) = built("t0 = torch.zeros(1)", "t0.untyped_storage().resize_(0)", outputs=("t0",))
+    program = "with torch.inference_mode():\n    p0 = t0.detach()\nt0.unsqueeze_(0)"
+    outcome = behaviour(t, program=program, converter="fake")
+    assert outcome.status in (KNOWN, PASSED), outcome.describe()
+    ids = {entry_id for entry_id, _ in outcome.known}
+    # Which one depends on whether the control checked the bound this time.
+    assert ids <= {"behaviour-static-storage-bounds-unchecked", "op:view-unchecked-storage-bounds"}
+    assert ids, outcome.describe()
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),

@@ -1025,3 +1025,10 @@ def behaviour_grad_lost_conj_bit(case: Case) -> bool:
     return case.path.endswith(".grad") and any(
         d[0] == "is_conj()" and d[1] == "True" and d[2] == "False" and d[5] == case.path
         for d in getattr(case.conversion, "behaviour_differences", ()) if len(d) > 5)
+
+
+def behaviour_storage_bounds_unchecked(case: Case) -> bool:
+    """The ``behaviour`` check recorded a step that raised 'out of bounds for
+    storage' on the real side and nothing on the converted side."""
+    return any(d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"
+               for d in getattr(case.conversion, "behaviour_differences", ()))

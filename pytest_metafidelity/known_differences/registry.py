@@ -1547,7 +1547,8 @@ KNOWN_DIFFERENCES += _op_difference_entries() + _BEHAVIOUR_ENTRIES
 
 # -- the behaviour check's conversion-level differences (issue #12) ----------------------------
 
-from .predicates import behaviour_grad_lost_conj_bit  # noqa: E402
+from .predicates import (  # noqa: E402
+    behaviour_grad_lost_conj_bit, behaviour_storage_bounds_unchecked)
 
 KNOWN_DIFFERENCES += [
     KnownDifference(
@@ -1579,6 +1580,45 @@ KNOWN_DIFFERENCES += [
             "    y = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n"
             "    y.conj()[1:].sum().abs().backward()\n"
             "assert y.grad.is_conj()\n"
+        ),
+    ),
+    KnownDifference(
+        id="behaviour-static-storage-bounds-unchecked",
+        check="behaviour",
+        attribute=r"raised",
+        applies=behaviour_storage_bounds_unchecked,
+        converters=("fake", "fake-real", "functional"),
+        reason=(
+            "an in-place metadata op (unsqueeze_) on a converted tensor whose storage is too "
+            "small for it (shrunk to zero bytes) goes through where the real tensor raises "
+            "'setStorage: ... out of bounds for storage': the operator difference "
+            "op:view-unchecked-storage-bounds, which the control shows or not depending on the "
+            "dispatch cache's history (after an inference-mode op on it, its meta kernel may "
+            "check the bounds)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def program(t):\n"
+            "    with torch.inference_mode():\n"
+            "        t.detach()\n"
+            "    t.unsqueeze_(0)\n"
+            "def shrunk():\n"
+            "    t = torch.zeros(1)\n"
+            "    t.untyped_storage().resize_(0)\n"
+            "    return t\n"
+            "try:\n"
+            "    program(shrunk())\n"
+            "except RuntimeError as e:\n"
+            "    assert 'out of bounds for storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real unsqueezed')\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(shrunk())\n"
+            "with mode:\n"
+            "    program(f)  # no bounds error\n"
+            "assert f.shape == (1, 1)\n"
         ),
     ),
 ]
