@@ -227,8 +227,7 @@ def resolve(config: Any) -> SuiteOptions:
                          _split(raw_value(config, "metafidelity_converters")),
                          list(CONVERTERS), available_converters)
     checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
-                     list(all_checks()),
-                     [n for n, c in all_checks().items() if c.in_suite_by_default])
+                     list(all_checks()), list(all_checks()))
     devices, skipped_devices = _devices(_split(raw_value(config, "metafidelity_devices")))
 
     examples = _number("metafidelity_examples", raw_value(config, "metafidelity_examples"), int, 1)

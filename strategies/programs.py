@@ -151,12 +151,39 @@ def _check_names(tree: Any, inputs: Sequence[str], outputs: Sequence[str]) -> No
 
 
 def run_step(step: Step, namespace: dict[str, Any]) -> BaseException | None:
-    """Execute ``step`` in ``namespace``; the exception it raised, or None."""
-    try:
-        exec(compile(step.source, "<metafidelity program>", "exec"), namespace)
-    except Exception as e:
-        return e
+    """Execute ``step`` in ``namespace``; the exception it raised (without
+    its traceback), or None.
+
+    The step leaves torch's dispatch key sets (thread-local) as they were.
+    Some of torch's error paths do not: with real-tensor propagation, a
+    metadata mismatch whose message fails to format (``_local_scalar_dense``
+    of a bits dtype) leaves stale exclusions behind, applied when the
+    traceback's frames are freed -- at the next garbage collection, long
+    after the step, where they break unrelated examples (a later ``* 2``
+    that no longer requires grad).  So the traceback is dropped, and its
+    frames freed, inside a guard restoring the key sets."""
+    import torch
+
+    with torch._C._PreserveDispatchKeyGuard():
+        try:
+            exec(compile(step.source, "<metafidelity program>", "exec"), namespace)
+        except Exception as e:
+            _drop_tracebacks(e)
+            return e
     return None
+
+
+def _drop_tracebacks(e: BaseException) -> None:
+    """Free the frames ``e`` (and the exceptions it chains) hold on to."""
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [e]
+    while stack:
+        x = stack.pop()
+        if x is None or id(x) in seen:
+            continue
+        seen.add(id(x))
+        x.__traceback__ = None
+        stack += [x.__context__, x.__cause__]
 
 
 # -- choices: one vocabulary, two drivers -------------------------------------------------

@@ -252,6 +252,77 @@ def test_programs_mostly_run() -> None:
     assert steps >= 60 and raised / steps < 0.25, (raised, steps)
 
 
+def test_a_step_raising_in_torch_leaves_the_dispatch_key_sets_alone() -> None:
+    # With real-tensor propagation, alias() of a neg view of a bits dtype
+    # raises while formatting its metadata-mismatch message; torch's error
+    # path leaves stale dispatch-key exclusions in the traceback's frames,
+    # applied when they are freed (here: at the next garbage collection).
+    import gc
+
+    (t,) = built("t0 = torch.empty((2, 2), dtype=torch.bits1x8)", "t1 = torch._neg_view(t0)",
+                 outputs=("t1",))
+    before = torch._C._dispatch_tls_local_exclude_set()
+    outcome = behaviour(t, program="p0 = torch.ops.aten.alias(t1)", converter="fake-real")
+    gc.collect()
+    assert torch._C._dispatch_tls_local_exclude_set() == before, outcome.describe()
+    assert (torch.ones(1, requires_grad=True) * 2).requires_grad
+
+
+def test_the_program_runs_on_a_conversion_of_its_own() -> None:
+    # The known-difference registry judges the other checks' findings on the
+    # conversion's tensors after every check ran: the program must not have
+    # changed them.
+    made: list[Any] = []
+
+    def record(conv: Any, real: Any, fake: Any) -> Any:
+        made.append(fake)
+        return fake
+
+    (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
+    with faulty("fake", record):
+        outcome = behaviour(t, program="t0.unsqueeze_(0)\nt0.zero_()")
+    assert outcome.status == PASSED, outcome.describe()
+    assert len(made) == 2 and made[0] is not made[1]
+    assert made[0].shape == (2, 3) and made[1].shape == (1, 2, 3)
+
+
+def test_a_parameters_uncopied_carried_values_stay_a_known_difference() -> None:
+    # fake-real does not copy a Parameter's values into the carried tensor
+    # (real-values-not-copied); set_() on the fake in a program once made the
+    # registry see a changed carried tensor, and fail the oracle's finding.
+    (t,) = built("t0 = torch.arange(1, dtype=torch.float64).to(torch.complex64)",
+                 "t1 = torch.nn.Parameter(t0)", "t2 = t1.select(0, 0)", outputs=("t2",))
+    program = Program.parse("with torch.no_grad():\n    t2.set_()", ["t2"])
+    for _ in range(5):
+        result = check_faithful(t, converters=["fake-real"], checks=["oracle", "behaviour"],
+                                program=program)
+        assert result.outcomes[0].status in (PASSED, KNOWN), result.outcomes[0].describe()
+
+
+@pytest.mark.parametrize("converter", ["fake", "fake-dynamic", "meta"])
+def test_a_conj_views_gradient_losing_its_conj_bit_is_a_known_conversion_difference(
+        converter: str) -> None:
+    (v,) = built("t0 = torch.zeros(3, dtype=torch.complex64)", "t0.requires_grad_()",
+                 "t1 = t0.conj()", "t2 = t1[1:]", outputs=("t2",))
+    outcome = behaviour(v, program="t2.sum().abs().backward()", converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [(m.path, m.attribute) for _, m in outcome.known] == [("t2._base.grad", "is_conj()")]
+    assert {entry_id for entry_id, _ in outcome.known} == {"behaviour-conj-view-grad-not-conj"}
+    # Without a backward, nothing is expected.
+    assert behaviour(v, program="p0 = t2.detach()", converter=converter).status == PASSED
+
+
+def test_an_unchecked_storage_bound_the_control_may_check_is_a_known_difference() -> None:
+    (t,) = built("t0 = torch.zeros(1)", "t0.untyped_storage().resize_(0)", outputs=("t0",))
+    program = "with torch.inference_mode():\n    p0 = t0.detach()\nt0.unsqueeze_(0)"
+    outcome = behaviour(t, program=program, converter="fake")
+    assert outcome.status in (KNOWN, PASSED), outcome.describe()
+    ids = {entry_id for entry_id, _ in outcome.known}
+    # Which one depends on whether the control checked the bound this time.
+    assert ids <= {"behaviour-static-storage-bounds-unchecked", "op:view-unchecked-storage-bounds"}
+    assert ids, outcome.describe()
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),

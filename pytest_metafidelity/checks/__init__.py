@@ -103,22 +103,19 @@ class CheckSpec:
     name: str
     summary: str
     fn: CheckFn
-    # False: the suite runs it only when --metafidelity-checks names it
-    in_suite_by_default: bool = True
 
 
 _CHECKS: dict[str, CheckSpec] = {}
 _loaded = False
 
 
-def check(name: str, summary: str, *, in_suite_by_default: bool = True
-          ) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, summary: str) -> Callable[[CheckFn], CheckFn]:
     """Decorator registering a check under a short, stable ``name``."""
 
     def register(fn: CheckFn) -> CheckFn:
         if name in _CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
-        _CHECKS[name] = CheckSpec(name, summary, fn, in_suite_by_default)
+        _CHECKS[name] = CheckSpec(name, summary, fn)
         return fn
 
     return register

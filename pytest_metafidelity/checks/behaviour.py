@@ -421,17 +421,14 @@ def _fake_mode(fakes: Sequence[Any]) -> Any:
 # -- the check ---------------------------------------------------------------------------------
 
 
-# Opt-in in the suite until its intermittent findings are triaged (issue #12's
-# note: carried Parameter values under fake-real, conj grads under refake).
-@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake",
-       in_suite_by_default=False)
+@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake")
 def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
         return []
     from ..reproducer import recipe_for
     from ..strategies.programs import plain_strided
-    from .purity import capture, compare
+    from .purity import capture
 
     if plain_strided(conv.real) is not None or any(f is None for f in conv.fake):
         return []
@@ -442,9 +439,39 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     copies = _rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return []
-    before = capture(names, tuple(conv.real))
-    reader = _ReadAs(conv.converter)
-    run = Lockstep(names, Side.of(names, copies), Side.of(names, conv.fake, _fake_mode(conv.fake)),
+    with _own_conversion(conv) as (converter, fakes):
+        before = capture(names, tuple(conv.real))
+        return _run_program(conv, recipe, names, program, copies, converter, fakes, before)
+
+
+@contextlib.contextmanager
+def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
+    """The tensors converted again, by a fresh converter like the
+    conversion's, in its order: the program mutates what it runs on, and
+    the other checks' findings are judged (by the known-difference
+    registry) on the conversion's own converted tensors after every check
+    ran.  (A converter without ``fresh``: the conversion's tensors.)"""
+    fresh = getattr(conv.converter, "fresh", None)
+    if fresh is None:
+        yield conv.converter, tuple(conv.fake)
+        return
+    from ..faithful import convert_all
+
+    converter = fresh()
+    try:
+        order = conv.order if conv.order is not None else range(len(conv.real))
+        yield converter, tuple(convert_all(converter, conv.real, order))
+    finally:
+        converter.close()
+
+
+def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any,
+                 copies: Any, converter: Any, fakes: tuple[Any, ...],
+                 before: Any) -> list[Mismatch]:
+    from .purity import capture, compare
+
+    reader = _ReadAs(converter)
+    run = Lockstep(names, Side.of(names, copies), Side.of(names, fakes, _fake_mode(fakes)),
                    reader, order=conv.order)
     run.start()
     known = run.known_at_start()
@@ -537,10 +564,10 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
         for m, (numel, shape) in zip(differs, numels):
-            # (attribute, real, fake, elements and shape of the real tensor):
-            # what the behaviour entries of the known-difference registry read
+            # (attribute, real, fake, elements and shape of the real tensor,
+            # path): what the behaviour entries of the known-difference registry read
             _record(conv, "behaviour_differences",
-                    (m.attribute, str(m.real), str(m.fake), numel, shape))
+                    (m.attribute, str(m.real), str(m.fake), numel, shape, m.path))
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")

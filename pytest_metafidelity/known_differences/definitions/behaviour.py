@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from ...converters import where
-from ..core import BY_DESIGN, UNFILED, KnownDifference
+from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
 
 
 def _op_difference_entries() -> list[KnownDifference]:
@@ -296,5 +296,99 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
             "        raise AssertionError('fake as_strided_ fit')\n"
     ),
 ))
+
+
+# -- differences a program's step shows after conversion, found with the
+# behaviour check on by default ---------------------------------------------
+
+
+def behaviour_grad_lost_conj_bit(case: Case) -> bool:
+    """The ``behaviour`` check recorded, at this case's path, a gradient
+    (``….grad``) that is a conjugate view on the real side and not on the
+    converted side."""
+    return case.path.endswith(".grad") and any(
+        d[0] == "is_conj()" and d[1] == "True" and d[2] == "False" and d[5] == case.path
+        for d in getattr(case.conversion, "behaviour_differences", ()) if len(d) > 5)
+
+
+def behaviour_storage_bounds_unchecked(case: Case) -> bool:
+    """The ``behaviour`` check recorded a step that raised 'out of bounds for
+    storage' on the real side and nothing on the converted side."""
+    return any(d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"
+               for d in getattr(case.conversion, "behaviour_differences", ()))
+
+
+_BEHAVIOUR_ENTRIES += [
+    KnownDifference(
+        id="behaviour-conj-view-grad-not-conj",
+        check="behaviour",
+        attribute=r"is_conj\(\)",
+        applies=behaviour_grad_lost_conj_bit,
+        reason=(
+            "a converted view of a conjugate view (x.conj()[1:]) has one AsStridedBackward0 on "
+            "its base as autograd history, where the real view has SliceBackward0 -> "
+            "ConjBackward0: a backward through it leaves the base a .grad that is not a "
+            "conjugate view, where eager's (and that of the same view made directly under the "
+            "FakeTensorMode) is"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n"
+            "v = x.conj()[1:]\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(v)\n"
+            "v.sum().abs().backward()\n"
+            "assert x.grad.is_conj()\n"
+            "with mode:\n"
+            "    f.sum().abs().backward()\n"
+            "assert not f._base.grad.is_conj()\n"
+            "with mode:  # made directly under the mode, not converted: as eager\n"
+            "    y = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n"
+            "    y.conj()[1:].sum().abs().backward()\n"
+            "assert y.grad.is_conj()\n"
+        ),
+    ),
+    KnownDifference(
+        id="behaviour-static-storage-bounds-unchecked",
+        check="behaviour",
+        attribute=r"raised",
+        applies=behaviour_storage_bounds_unchecked,
+        converters=where(fake_tensors=True, symbolic=False),
+        reason=(
+            "an in-place metadata op (unsqueeze_) on a converted tensor whose storage is too "
+            "small for it (shrunk to zero bytes) goes through where the real tensor raises "
+            "'setStorage: ... out of bounds for storage': the operator difference "
+            "op:view-unchecked-storage-bounds, which the control shows or not depending on the "
+            "dispatch cache's history (after an inference-mode op on it, its meta kernel may "
+            "check the bounds)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def program(t):\n"
+            "    with torch.inference_mode():\n"
+            "        t.detach()\n"
+            "    t.unsqueeze_(0)\n"
+            "def shrunk():\n"
+            "    t = torch.zeros(1)\n"
+            "    t.untyped_storage().resize_(0)\n"
+            "    return t\n"
+            "try:\n"
+            "    program(shrunk())\n"
+            "except RuntimeError as e:\n"
+            "    assert 'out of bounds for storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real unsqueezed')\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(shrunk())\n"
+            "with mode:\n"
+            "    program(f)  # no bounds error\n"
+            "assert f.shape == (1, 1)\n"
+        ),
+    ),
+]
 
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
