@@ -16,6 +16,7 @@ from pytest_metafidelity.known_differences import Case
 from pytest_metafidelity.known_differences.definitions.real_tensors import (
     any_copy_fails,
     carries_conj_neg,
+    meta_carried_storage_short_of_reach,
 )
 from pytest_metafidelity.known_differences.definitions.sparse import is_sparse_with_elements
 from pytest_metafidelity.known_differences.definitions.storage import (
@@ -129,3 +130,17 @@ def test_copy_fails_where_copying_the_values_raises() -> None:
     plain = torch.randn(3)
     conversion = Conversion(("t0",), (plain,), (None,), None)
     assert not any_copy_fails(Case("fake-real", "t0", plain, (plain,), conversion))
+
+
+def test_meta_carried_storage_short_of_reach_holds_for_a_view_past_an_empty_alias(
+        convert: Any) -> None:
+    storage = torch.zeros(3, device="meta").untyped_storage()
+    alias = torch.empty(0, device="meta").set_(storage, 0, (0,), (1,))
+    short = convert("fake-real", alias.as_strided((), (), 2))
+    assert short.fake(0).untyped_storage().nbytes() == 0  # what torch does: 12 real bytes
+    assert meta_carried_storage_short_of_reach(short.case("t0"))
+    assert meta_carried_storage_short_of_reach(short.case("t0._base"))
+    # The storage's first tensor reaching as far: the carried storage is big enough.
+    whole = convert("fake-real", torch.zeros(3, device="meta").as_strided((), (), 2))
+    assert whole.fake(0).untyped_storage().nbytes() == 12
+    assert not meta_carried_storage_short_of_reach(whole.case("t0"))

@@ -427,6 +427,56 @@ ENTRIES.append(KnownDifference(
 ))
 
 
+def meta_carried_storage_short_of_reach(case: Case) -> bool:
+    """On the meta device, the fake at this path has a storage too small for
+    what the real tensors on its storage reach (which the real storage holds):
+    the carried storage was allocated for the first tensor converted on it,
+    as in real-storage-too-small-for-alias, but meta's set_/as_strided check
+    no bounds, so the short storage stays instead of raising."""
+    from ...checks._util import resolve
+
+    t = case.tensor
+    if not plain_strided(t) or t.device.type != "meta":
+        return False
+    fake = resolve(case.conversion, case.path, fake=True)
+    if fake is None or fake.layout != t.layout:
+        return False
+    key = storage_key(t)
+    needed = max((reach(u) for u in case.family
+                  if plain_strided(u) and storage_key(u) == key), default=0)
+    return fake.untyped_storage().nbytes() < needed <= t.untyped_storage().nbytes()
+
+
+ENTRIES.append(KnownDifference(
+    id="real-meta-storage-short-of-alias",
+    check="storage",
+    attribute=r"untyped_storage\(\)\.nbytes\(\)",
+    applies=meta_carried_storage_short_of_reach,
+    converters=where(carries_real=True),
+    reason=(
+        "real-storage-too-small-for-alias on the meta device: the carried real storage is "
+        "allocated for the first tensor converted on a storage (here a set_ alias with no "
+        "elements, so zero bytes); a view converted afterwards reaches further, and since "
+        "meta tensors check no storage bounds, the fake and its carried tensor keep a storage "
+        "smaller than what their tensors reach"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/185014",),
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "s = torch.zeros(3, device='meta').untyped_storage()\n"
+        "t = torch.empty(0, device='meta').set_(s, 0, (0,), (1,)).as_strided((), (), 2)\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(t)\n"
+        "assert t.untyped_storage().nbytes() == 12\n"
+        "assert f.untyped_storage().nbytes() == 0\n"
+        "assert f.real_tensor.untyped_storage().nbytes() == 0\n"
+    ),
+))
+
+
 @family_wide
 @needs("subclass")
 def any_wrapper_subclass(case: Case) -> bool:
