@@ -238,12 +238,19 @@ def suite_database(specs: tuple[DatabaseSpec, ...]) -> Any:
     inherit.  Returns the database (None when SPEC is empty)."""
     if not specs:
         return None
-    if specs not in _built:
-        from hypothesis import settings
+    from hypothesis import settings
 
+    if specs not in _built:
         db = build(specs)
         check_version(db, ",".join(s.text for s in specs))
-        settings.register_profile(PROFILE, parent=settings.default, database=db)
-        settings.load_profile(PROFILE)
         _built[specs] = db
-    return _built[specs]
+    db = _built[specs]
+    # Loaded again whenever another profile has been loaded since: Hypothesis'
+    # own pytest plugin loads its "ci" profile (no database, derandomized)
+    # under CI=true after this plugin has configured.  A shared database is
+    # for exploring: never derandomized (HypoFuzz also refuses such tests).
+    if settings.default.database is not db or settings.default.derandomize:
+        settings.register_profile(PROFILE, parent=settings.default, database=db,
+                                  derandomize=False)
+        settings.load_profile(PROFILE)
+    return db

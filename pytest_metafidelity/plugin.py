@@ -102,6 +102,12 @@ class FidelitySession:
             self.run.database()
         _point_collection_at_suite(config)
 
+    def pytest_sessionstart(self) -> None:
+        if self.run.options.database:
+            # Again, after every plugin has configured: under CI=true
+            # Hypothesis' own plugin loads its "ci" profile after ours.
+            self.run.database()
+
     def _recover_earlier_crashes(self, root: str) -> None:
         """Cases left by runs that died with no controller to report them
         (``-n 0``): reported now, as from an earlier run."""

@@ -94,7 +94,8 @@ def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None
                 break
             time.sleep(10)
     finally:
-        os.killpg(fuzz.pid, signal.SIGTERM)
+        if fuzz.poll() is None:
+            os.killpg(fuzz.pid, signal.SIGTERM)
         output = fuzz.communicate(timeout=60)[0]
     assert "using 1 process to fuzz 3 tests" in output, output[-3000:]
     names = {nodeid.rsplit("::", 1)[1]: record for nodeid, record in found.items()}

@@ -1,5 +1,10 @@
 """Settings for the project's own tests (not for users of the plugin).
 
+Here, not at the repository's root: a root conftest.py would also be loaded
+by ``pytest --metafidelity`` run from a checkout (it collects the suite
+module under the root), and its profile would replace the suite's database
+profile there.
+
 Property tests are deterministic under CI: the ``ci`` profile derandomizes
 Hypothesis rather than weakening any assertion.  Pick another profile with
 ``HYPOTHESIS_PROFILE=dev``.
