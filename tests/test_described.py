@@ -116,6 +116,11 @@ def test_a_reproducer_that_does_not_reproduce_is_not_shown(monkeypatch: pytest.M
 
 
 CONVERTERS_COMPARED = ["meta", "fake", "fake-dynamic", "fake-real"]
+# Under fake-real a Parameter's carried values are never copied (the known
+# difference real-values-not-copied): they are whatever memory empty_strided
+# returned, so the oracle's outcome, and with it whether a rebuilt tensor
+# "fails the same way", changes from one call to the next.
+NOT_REPRODUCIBLE = {"parameter": {"fake-real"}}
 
 
 @pytest.mark.parametrize("kind", sorted(k for k, spec in available_kinds().items()
@@ -127,7 +132,8 @@ def test_every_kind_described_and_rebuilt_gives_the_same_outcome_or_says_why_not
         kind: str, data: Any) -> None:
     recipe = data.draw(recipes(kinds=[kind], family=None, max_storage_bytes=1024))
     tensors = recipe.build()
-    result = check_faithful(*tensors, converters=CONVERTERS_COMPARED)
+    converters = [c for c in CONVERTERS_COMPARED if c not in NOT_REPRODUCIBLE.get(kind, ())]
+    result = check_faithful(*tensors, converters=converters)
     described = describe_as_recipe(tensors)
     gaps = [] if described.missing else reproduction_gaps(described, result.outcomes,
                                                           checks=None, order=None)
