@@ -247,6 +247,10 @@ class DynamicFakeConverter(Converter):
         self._count = 0
 
     def _convert(self, t: Any) -> Any:
+        _refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
+        return self._convert_with_source(t)
+
+    def _convert_with_source(self, t: Any) -> Any:
         from torch._dynamo.source import ConstantSource
 
         self._count += 1
@@ -345,6 +349,29 @@ def _refuse_crashing_copy(t: Any, attempt: Callable[[], Any]) -> None:
             "copying the real tensor's values (fake_tensor_propagate_real_tensors) reads past "
             "the end of a storage smaller than the tensor (resize_(0)?) and segfaults "
             "(https://github.com/pytorch/pytorch/issues/171676)", attempt)
+
+
+# The dtypes whose 0-dim CPU tensors from_real_tensor reads with item() to
+# make a symbol for the value (with a ShapeEnv and a source).
+ITEM_READ_DTYPES = ("int64", "int32", "int16", "int8", "float64")
+
+
+def crashing_item_read(t: Any) -> bool:
+    """True when converting ``t`` with a ``ShapeEnv`` and a source would read
+    ``item()`` of a 0-dim tensor with the negative bit whose storage holds no
+    bytes: torch raises for such a read without the bit and segfaults with it."""
+    import torch
+
+    return (type(t) is torch.Tensor and t.layout == torch.strided and t.dim() == 0
+            and t.device.type == "cpu" and str(t.dtype).removeprefix("torch.") in ITEM_READ_DTYPES
+            and t.is_neg() and t.untyped_storage().nbytes() == 0)
+
+
+def _refuse_crashing_item_read(t: Any, attempt: Callable[[], Any]) -> None:
+    if crashing_item_read(t):
+        known_crash(
+            "from_real_tensor reads item() of a 0-dim tensor with the negative bit whose "
+            "storage holds no bytes (resize_(0)), and item() segfaults on it", attempt)
 
 
 # --metafidelity-run-known-crashes: attempt known crashes in a child process.

@@ -217,7 +217,8 @@ class _Describer:
         from .checks.autograd import creation_meta
 
         base = self.tensor(t._base, f"{path}._base")
-        made = f"{name} = {base}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
+        source = _reinterpreted(base, t._base, t.dtype)
+        made = f"{name} = {source}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
                f"{t.storage_offset()})"
         how = str(creation_meta(t) or "")
         if t.is_inference() or "INFERENCE_MODE" in how:
@@ -256,8 +257,18 @@ class _Describer:
         self._strided(name, t)
         return name
 
+    def _values(self, t: "torch.Tensor", values: "torch.Tensor", path: str) -> str:
+        """The values of a sparse COO ``t``; for a non-leaf they require grad,
+        so that the constructor gives ``t`` its history (``mul_`` would not
+        keep its nnz: it drops the entries of an empty one). Compressed
+        layouts keep ``mul_``: their constructor has no complex autograd."""
+        name = self._plain(values, path)
+        if t.grad_fn is not None:
+            self.lines.append(f"{name}.requires_grad_()  # the sparse tensor is a non-leaf")
+        return name
+
     def _sparse_coo(self, name: str, t: "torch.Tensor", path: str) -> None:
-        indices, values = self._plain(t._indices(), path), self._plain(t._values(), path)
+        indices, values = self._plain(t._indices(), path), self._values(t, t._values(), path)
         self.lines.append(
             f"{name} = torch.sparse_coo_tensor({indices}, {values}, {tuple(t.shape)}, "
             f"is_coalesced={t.is_coalesced()}, check_invariants=False)")
@@ -278,7 +289,7 @@ class _Describer:
         rebuilt_requires_grad = self._requires_grad_as_built(t)
         if t.requires_grad and t.is_leaf and not rebuilt_requires_grad:
             self.lines.append(f"{name}.requires_grad_()")
-        elif t.grad_fn is not None and not t._is_view():
+        elif t.grad_fn is not None and not t._is_view() and t.layout != _torch().sparse_coo:
             # An in-place op against a tensor requiring grad: a history,
             # the same storage, the same values.
             self.lines.append(f"{name}.mul_(torch.ones((), dtype={t.dtype}, "
@@ -335,6 +346,23 @@ def _literal(value: Any) -> str | None:
     except Exception:
         return None
     return text if same else None
+
+
+def _reinterpreted(name: str, base: "torch.Tensor", dtype: "torch.dtype") -> str:
+    """An expression for a view of ``base`` (named ``name``) in ``dtype``
+    from which ``as_strided`` can make a view of any shape.
+
+    A view whose dtype differs from its base's comes from view_as_real,
+    view_as_complex, ``.real`` or ``.imag``; the same op is applied to an
+    empty alias of the base, so that neither the base's strides nor its
+    storage's size constrain it (``view(dtype)`` makes no ``_base``).
+    """
+    if dtype == base.dtype:
+        return name
+    empty = f"{name}.as_strided((0,), (1,), 0)"
+    if base.is_complex():  # .real keeps working on a base with the conj bit
+        return f"{empty}.real" if base.is_conj() else f"torch.view_as_real({empty})"
+    return f"torch.view_as_complex({name}.as_strided((0, 2), (2, 1), 0))"
 
 
 def _storage_expr(storage: Any) -> str:

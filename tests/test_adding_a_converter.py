@@ -98,6 +98,37 @@ def test_a_registered_converter_is_judged_by_its_capabilities(toys: tuple[str, s
     assert toy in where(functional=False) and toy not in where(symbolic=True)
 
 
+def test_triage_judges_a_converter_replaced_under_the_same_name_by_its_new_class() -> None:
+    from pytest_metafidelity.checks import Mismatch
+    from pytest_metafidelity.known_differences.triage import triage
+
+    class Toy(FakeConverter):
+        name = "toy-replaced"
+
+    class ToyNowReal(RealFakeConverter):
+        name = "toy-replaced"
+
+    entry = kd.KnownDifference(
+        id="toy-real-only", check="metadata", attribute=r"stride\(\)",
+        applies=lambda case: True, reason="a toy", link=kd.BY_DESIGN,
+        converters=where(carries_real=True))
+    mismatch = Mismatch(check="metadata", path="t0", attribute="stride()", real=(1,), fake=(2,))
+
+    def explained() -> bool:
+        found = triage(Toy.name, [mismatch], None, ["metadata"], entries=[entry])
+        return [i for i, _ in found.explained] == [entry.id]
+
+    register_converter(Toy)
+    try:
+        before = explained()
+        unregister_converter(Toy.name)
+        register_converter(ToyNowReal)
+        after = explained()
+    finally:
+        unregister_converter(Toy.name)
+    assert (before, after) == (False, True)
+
+
 def test_the_readme_table_must_document_a_registered_converter(toys: tuple[str, str]) -> None:
     assert sorted(table_disagreements()) == [
         "toy-fake-real: not in the README's converter table",

@@ -236,6 +236,22 @@ def test_fake_real_refuses_to_segfault() -> None:
     assert outcome.status == KNOWN and "real-zero-byte-storage-segfault" in outcome.reason
 
 
+@pytest.mark.parametrize("converter", ["fake-dynamic", "fake-real-dynamic"])
+def test_dynamic_converters_refuse_to_segfault_reading_a_neg_scalar_without_bytes(
+        converter: str) -> None:
+    t = torch.zeros((), dtype=torch.float64)
+    t.untyped_storage().resize_(0)
+    neg = torch._neg_view(t)
+    outcome = check_faithful(neg, converters=[converter], strict=True).outcomes[0]
+    assert outcome.status == FAILED and "ConversionCrash" in outcome.mismatches[0].fake
+    outcome = check_faithful(neg, converters=[converter]).outcomes[0]
+    assert outcome.status == KNOWN
+    # Without the negative bit torch raises: this guard lets it through
+    # (fake-real-dynamic refuses it for the copy of its values).
+    outcome = check_faithful(t, converters=[converter], strict=True).outcomes[0]
+    assert "reads item()" not in str(outcome.mismatches[0].fake)
+
+
 def test_refake_shares_or_renews_the_shape_env() -> None:
     t = torch.randn(3, 4)
     same, fresh = make_converter("refake"), make_converter("refake-fresh")
@@ -449,7 +465,8 @@ def test_family_wide_predicates_read_no_tensor_of_their_own(entry: kd.KnownDiffe
     assert len(answers) == 1
 
 
-CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-grad-abort")
+CRASHING = ("real-zero-byte-storage-segfault", "functional-sparse-compressed-grad-abort",
+            "dynamic-zero-byte-neg-scalar-item-segfault")
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,46 @@ def test_views_keep_their_base_and_no_grad_creation_and_non_leaves_their_history
     assert rc.is_conj() and torch.equal(rc.resolve_conj(), c.resolve_conj())
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torch.view_as_real(torch.randn((), dtype=torch.complex64)),  # a 0-dim base
+    lambda: torch.view_as_real(torch.randn(3, 2, dtype=torch.complex128)[:, 1]),
+    lambda: torch.view_as_complex(torch.randn(3, 4, 2)[1:, ::2]),
+    lambda: torch.randn(2, 3, dtype=torch.complex64).conj().imag,  # a conj base
+    lambda: torch.view_as_real(torch.randn(4, dtype=torch.complex64, requires_grad=True))[1:],
+], ids=["0-dim", "strided", "view_as_complex", "imag-of-conj", "view-of-dtype-view"])
+def test_a_view_in_another_dtype_than_its_base_is_rebuilt(make: Any) -> None:
+    view = make()
+    assert view._base is not None and view.dtype != view._base.dtype
+    recipe = describe_as_recipe([view])
+    assert not recipe.missing
+    [rebuilt] = recipe.build()
+    assert rebuilt.dtype == view.dtype and rebuilt._base.dtype == view._base.dtype
+    assert (rebuilt.shape, rebuilt.stride(), rebuilt.storage_offset()) == (
+        view.shape, view.stride(), view.storage_offset())
+    assert rebuilt.requires_grad == view.requires_grad
+    assert torch.equal(rebuilt, view)
+
+
+@pytest.mark.parametrize("layout", [torch.sparse_coo, torch.sparse_csr])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+@pytest.mark.parametrize("shape", [(1, 0), (3, 2)], ids=["empty", "3x2"])
+def test_a_sparse_non_leaf_keeps_its_entries_and_its_history(layout: Any, dtype: Any,
+                                                           shape: Any) -> None:
+    if layout == torch.sparse_coo:  # one entry, even in an empty tensor
+        values = torch.ones((1, *shape[1:]), dtype=dtype, requires_grad=True)
+        t = torch.sparse_coo_tensor(torch.zeros(1, 1, dtype=torch.int64), values, shape,
+                                    is_coalesced=True)
+    else:
+        t = torch.ones(shape, dtype=dtype).to_sparse_csr().requires_grad_() * 2
+    assert t.grad_fn is not None and t.layout == layout
+    recipe = describe_as_recipe([t])
+    assert not recipe.missing
+    [rebuilt] = recipe.build()
+    assert rebuilt.grad_fn is not None and not rebuilt.is_leaf
+    assert rebuilt._nnz() == t._nnz() and rebuilt.layout == t.layout
+    assert torch.equal(rebuilt.detach().to_dense(), t.detach().to_dense())
+
+
 class _Local(torch.Tensor):
     pass
 
@@ -116,11 +156,19 @@ def test_a_reproducer_that_does_not_reproduce_is_not_shown(monkeypatch: pytest.M
 
 
 CONVERTERS_COMPARED = ["meta", "fake", "fake-dynamic", "fake-real"]
-# Under fake-real a Parameter's carried values are never copied (the known
-# difference real-values-not-copied): they are whatever memory empty_strided
-# returned, so the oracle's outcome, and with it whether a rebuilt tensor
-# "fails the same way", changes from one call to the next.
-NOT_REPRODUCIBLE = {"parameter": {"fake-real"}}
+
+
+UNINITIALISED = "real-values-not-copied"
+
+
+def _reproducible(outcomes: list[Any], gaps: list[str]) -> list[Any]:
+    """The outcomes a rebuild must give again. Where fake-real's carried
+    values are never copied (the known difference real-values-not-copied)
+    they are whatever memory empty_strided returned, and the oracle's
+    outcome changes from one call to the next: fake-real is then left out."""
+    uninitialised = any(UNINITIALISED in g for g in gaps) or any(
+        UNINITIALISED in {i for i, _ in o.known} for o in outcomes)
+    return [o for o in outcomes if not (uninitialised and o.converter == "fake-real")]
 
 
 @pytest.mark.parametrize("kind", sorted(k for k, spec in available_kinds().items()
@@ -132,15 +180,17 @@ def test_every_kind_described_and_rebuilt_gives_the_same_outcome_or_says_why_not
         kind: str, data: Any) -> None:
     recipe = data.draw(recipes(kinds=[kind], family=None, max_storage_bytes=1024))
     tensors = recipe.build()
-    converters = [c for c in CONVERTERS_COMPARED if c not in NOT_REPRODUCIBLE.get(kind, ())]
-    result = check_faithful(*tensors, converters=converters)
+    outcomes = check_faithful(*tensors, converters=CONVERTERS_COMPARED).outcomes
     described = describe_as_recipe(tensors)
-    gaps = [] if described.missing else reproduction_gaps(described, result.outcomes,
-                                                          checks=None, order=None)
+    gaps = [] if described.missing else reproduction_gaps(described, outcomes, checks=None,
+                                                          order=None)
+    if not described.missing and len(compared := _reproducible(outcomes, gaps)) < len(outcomes):
+        outcomes = compared
+        gaps = reproduction_gaps(described, outcomes, checks=None, order=None)
     if kind in REBUILT_FAITHFULLY:
         assert not described.missing and not gaps, (
             f"{described.missing} {gaps}\n{described.to_python()}\nfrom\n{recipe.to_python()}")
-    shown = checked_reproducer(described.to_python(), described, result.outcomes, checks=None,
+    shown = checked_reproducer(described.to_python(), described, outcomes, checks=None,
                                order=None)
     if gaps or described.missing:
         assert shown.startswith("# No reproducer")

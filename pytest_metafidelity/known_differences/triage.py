@@ -40,6 +40,32 @@ def _check_set(entry: KnownDifference) -> frozenset[str]:
     return cached[1]
 
 
+# (converter, its spec, the entries) -> (that spec, the entries, those active
+# for it here); the objects are kept so that a recycled id() is never taken
+# for theirs.
+_ACTIVE: dict[tuple[Any, ...], tuple[Any, tuple[KnownDifference, ...],
+                                     list[KnownDifference]]] = {}
+
+
+def _active(converter: str, entries: Iterable[KnownDifference]) -> list[KnownDifference]:
+    """The entries active for ``converter`` on the installed torch. Judged
+    once per converter and registry: an entry's converters are a selection
+    by capability, read from the registered converters, and a converter
+    registered or replaced later has another spec, so another key."""
+    from ..converters import CONVERTERS
+
+    entries = tuple(entries)
+    spec = CONVERTERS.get(converter)
+    key = (converter, id(spec), tuple(map(id, entries)))
+    found = _ACTIVE.get(key)
+    if found is None or found[0] is not spec or any(
+            a is not b for a, b in zip(found[1], entries)):
+        if len(_ACTIVE) > 64:
+            _ACTIVE.clear()
+        found = _ACTIVE[key] = (spec, entries, [e for e in entries if e.active(converter)])
+    return found[2]
+
+
 @dataclasses.dataclass
 class Triage:
     """How the registry judged one converter's mismatches."""
@@ -63,7 +89,7 @@ def triage(
 
     from . import registry
 
-    entries = [e for e in (registry() if entries is None else entries) if e.active(converter)]
+    entries = _active(converter, registry() if entries is None else entries)
     ran = set(checks_run)
     # The tensors inside functorch wrappers are checked by ``wrappers`` only.
     family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)

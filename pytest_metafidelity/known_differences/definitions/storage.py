@@ -67,11 +67,12 @@ def zero_byte_scalar_item(case: Case) -> bool:
     """from_tensor with a ShapeEnv and a source reads ``item()`` of a 0-dim
     CPU int64/int32/int16/int8/float64 tensor to make a symbol for it: with
     a zero-byte storage that read raises."""
-    from ...converters import storage_too_small
+    from ...converters import crashing_item_read, storage_too_small
 
     return any(
         plain_strided(t) and t.dim() == 0 and t.device.type == "cpu" and type(t).__name__ == "Tensor"
         and dtype_name(t) in ("int64", "int32", "int16", "int8", "float64") and storage_too_small(t)
+        and not crashing_item_read(t)  # dynamic-zero-byte-neg-scalar-item-segfault
         for t in case.conversion.real
     )
 
@@ -104,6 +105,41 @@ ENTRIES.append(KnownDifference(
         "    raise AssertionError('converted')\n"
     ),
     raises=r"data is not allocated yet",
+))
+
+
+@family_wide
+def neg_scalar_item_read_crashes(case: Case) -> bool:
+    """Our dynamic converters refuse a 0-dim tensor with the negative bit
+    and a zero-byte storage whose value from_real_tensor would read with
+    ``item()`` (``crashing_item_read``): torch segfaults on that read."""
+    from ...converters import crashing_item_read
+
+    return any(crashing_item_read(t) for t in case.conversion.real)
+
+
+ENTRIES.append(KnownDifference(
+    id="dynamic-zero-byte-neg-scalar-item-segfault",
+    check="conversion",
+    attribute=r"raised",
+    applies=neg_scalar_item_read_crashes,
+    converters=where(symbolic=True),
+    reason=(
+        "with a ShapeEnv and a source, from_real_tensor reads item() of a 0-dim CPU "
+        "int64/int32/int16/int8/float64 tensor; when the tensor has the negative bit "
+        "(torch._neg_view) and its storage holds no bytes (resize_(0)), item() segfaults "
+        "where without the bit it raises 'data is not allocated yet' "
+        "(dynamic-zero-byte-scalar-item); the converter refuses it (ConversionCrash) instead"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/issues/171676",),
+    reproducer=(
+        "import torch\n"
+        "x = torch.zeros((), dtype=torch.float64); x.untyped_storage().resize_(0)\n"
+        "torch._neg_view(x).item()  # segfault (without _neg_view: RuntimeError)\n"
+    ),
+    raises=r"^ConversionCrash: from_real_tensor reads item\(\) of a 0-dim tensor with the "
+           r"negative bit",
 ))
 
 
