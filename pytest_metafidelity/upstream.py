@@ -37,6 +37,17 @@ def title(entry: KnownDifference) -> str:
     return f"[fake tensor] {first}"
 
 
+def converters_said(entry: KnownDifference) -> str:
+    """The converters ``entry`` is registered for, as a report says it: the
+    names, and the capabilities that chose them where a selection did."""
+    from .converters import Selection
+
+    if entry.converters is None:
+        return "every converter"
+    names = ", ".join(f"`{n}`" for n in entry.converters) or "no registered converter"
+    return f"{names} ({entry.converters})" if isinstance(entry.converters, Selection) else names
+
+
 def draft_issue(entry: KnownDifference, torch_version: str | None = None) -> str:
     """The markdown body of a bug report for ``entry``."""
     if torch_version is None:
@@ -46,7 +57,7 @@ def draft_issue(entry: KnownDifference, torch_version: str | None = None) -> str
             import torch
 
         torch_version = torch.__version__
-    converters = ", ".join(entry.converters) if entry.converters else "every converter"
+    converters = converters_said(entry)
     bounds = [f">= {entry.since}" if entry.since else "", f"< {entry.until}" if entry.until else ""]
     versions = "torch " + ", ".join(b for b in bounds if b) if any(bounds) else "every torch version"
     lines = [

@@ -32,6 +32,22 @@ def test_draft_carries_the_reproducer_versions_and_related_threads(entry: kd.Kno
         assert f">= {entry.since}" in text
 
 
+def test_a_draft_names_the_converters_and_the_capabilities_that_chose_them() -> None:
+    from pytest_metafidelity.converters import available_converters, where
+
+    entry = kd.by_id("dynamic-zero-byte-scalar-item")
+    assert entry.converters == where(symbolic=True, carries_real=False)
+    names = [n for n in available_converters() if n in entry.converters]
+    assert "fake-dynamic" in names and "fake" not in names
+    said = (", ".join(f"`{n}`" for n in names)
+            + " (the converters where symbolic=True, carries_real=False)")
+    assert upstream.converters_said(entry) == said
+    assert f"converters: {said})" in upstream.draft_issue(entry, torch_version="9.9.9")
+    named = kd.KnownDifference(id="x", check="metadata", attribute="x", applies=bool,
+                               reason="x", link=kd.UNFILED, converters=("meta", "fake"))
+    assert upstream.converters_said(named) == "`meta`, `fake`"
+
+
 def test_main_prints_one_draft_per_unfiled_entry(capsys: pytest.CaptureFixture[str]) -> None:
     assert upstream.main([]) == 0
     out = capsys.readouterr().out
