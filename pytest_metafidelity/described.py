@@ -169,7 +169,9 @@ class _Describer:
             self.lack(name, path, f"{type(t).__qualname__} is not a traceable wrapper subclass "
                                   "(no __tensor_flatten__): its state cannot be read")
         elif t._is_view() and t._base is not None and not parameter:
-            if type(t._base) is not type(t):
+            # A view of a Parameter is a plain Tensor, as as_strided makes it.
+            view_type = torch.Tensor if type(t._base) is torch.nn.Parameter else type(t._base)
+            if type(t) is not view_type:
                 self.lines.append(f"{name} = None  # not rebuilt")
                 self.lack(name, path, f"a {type(t).__qualname__} view of a "
                                       f"{type(t._base).__qualname__}")

@@ -18,13 +18,17 @@ from pytest_metafidelity.reproducer import checked_reproducer, reproduction_gaps
 from pytest_metafidelity.strategies import available_kinds, recipes
 
 # Kinds whose every example the describer rebuilds with the same outcome.
-# For the others some examples carry what metadata does not show (version
-# counters shared outside views, multi-output views, C++ functional and
-# nested tensors, ...): their reproducer must then say so.
+# For the others some examples carry what metadata does not show: version
+# counters shared outside views (grad_alias, view_family), a dispatch cache's
+# history (subclass_ctx, subclass_family: dispatch-cache-zero-element-view),
+# a subclass view's replay function (subclass_view), C++ functional and
+# nested tensors (functional, functional_view, nested_jagged). Their
+# reproducer must then say so.
 REBUILT_FAITHFULLY = {
     "autograd_leaf", "autograd_nonleaf", "autograd_view", "conj_neg", "dense", "dtype_view",
-    "grad_attached", "inference", "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo",
-    "sparse_csc", "sparse_csr", "two_tensor", "two_tensor_nested", "user_subclass",
+    "grad_attached", "inference", "parameter", "set_alias", "sparse_bsc", "sparse_bsr",
+    "sparse_coo", "sparse_csc", "sparse_csr", "two_tensor", "two_tensor_nested",
+    "user_subclass", "view",
 }
 
 
@@ -118,6 +122,19 @@ def test_a_sparse_non_leaf_keeps_its_entries_and_its_history(layout: Any, dtype:
     assert rebuilt.grad_fn is not None and not rebuilt.is_leaf
     assert rebuilt._nnz() == t._nnz() and rebuilt.layout == t.layout
     assert torch.equal(rebuilt.detach().to_dense(), t.detach().to_dense())
+
+
+def test_a_view_of_a_parameter_is_rebuilt_as_a_tensor_viewing_a_parameter() -> None:
+    p = torch.nn.Parameter(torch.randn(3, 4))
+    view = p[1:].t()
+    recipe = describe_as_recipe([view])
+    assert not recipe.missing
+    [rebuilt] = recipe.build()
+    assert type(rebuilt) is torch.Tensor and type(rebuilt._base) is torch.nn.Parameter
+    assert rebuilt.requires_grad and rebuilt.grad_fn is not None
+    assert (rebuilt.shape, rebuilt.stride(), rebuilt.storage_offset()) == (
+        view.shape, view.stride(), view.storage_offset())
+    assert torch.equal(rebuilt, view)
 
 
 class _Local(torch.Tensor):
