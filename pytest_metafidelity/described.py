@@ -6,7 +6,8 @@ small enough to print), sizes, strides and offsets; views as ``as_strided`` of
 their base, made under ``no_grad`` or ``inference_mode`` where the view was;
 conj and neg bits; ``requires_grad``, non-leaves (an in-place op against a
 tensor requiring grad gives a tensor a history without moving its storage),
-``retain_grad()``, ``grad_dtype`` and ``.grad`` of any layout;
+``retain_grad()``, ``grad_dtype`` and ``.grad`` of any layout; version counters
+shared outside a view tree (``detach()`` of the tensor sharing it, then ``set_``);
 ``nn.Parameter`` and ``nn.Buffer``; sparse COO and compressed layouts through
 their index and value tensors; and traceable wrapper subclasses through
 ``__tensor_flatten__``/``__tensor_unflatten__``, imported from their module.
@@ -72,6 +73,9 @@ class _Describer:
         self.described: list[tuple[str, "torch.Tensor"]] = []
         # storages smaller than their tensors reach: name -> bytes
         self.shrunk: dict[str, int] = {}
+        # id of a view tree's root -> that of the root it was detached from
+        # (the two share one version counter)
+        self.shared_version_counters: dict[int, int] = {}
         self.counter = 0
 
     def fresh(self, prefix: str) -> str:
@@ -88,7 +92,8 @@ class _Describer:
 
     def finish(self) -> None:
         """Shrink the storages set_ grew; name the version counters shared
-        outside a view tree (``detach()``), which set_ cannot share."""
+        outside a view tree that were not built shared (another dtype or
+        device, a subclass, an inference tensor)."""
         for sname, nbytes in self.shrunk.items():
             self.lines.append(f"{sname}.resize_({nbytes})  # smaller than its tensors reach, "
                               "as given")
@@ -101,10 +106,18 @@ class _Describer:
             if label is None:
                 continue
             other, u = strided[label]
-            if _root(t) is not _root(u):
+            if self._counter_group(t) != self._counter_group(u):
                 self.approximations.append(
                     f"{name} shares its version counter with {other} outside a view (as after "
                     "detach()): rebuilt with its own")
+
+    def _counter_group(self, t: "torch.Tensor") -> int:
+        """Which version counter ``t`` is built with: its view tree's root's,
+        joined to another's where it was detached from it."""
+        key = id(_root(t))
+        while self.shared_version_counters.get(key, key) != key:
+            key = self.shared_version_counters[key]
+        return key
 
     # -- one tensor --------------------------------------------------------
     def tensor(self, t: "torch.Tensor", path: str) -> str:
@@ -202,8 +215,11 @@ class _Describer:
             self.storages[key] = sname
             self.lines.append(f"{sname} = {_storage_expr(storage)}")
         dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
+        sharing = self._version_counter_of(t)
+        empty = (f"{sharing}.detach()" if sharing is not None  # shares its version counter
+                 else f"torch.empty(0, dtype={t.dtype}{dev})")
         self.lines.append(
-            f"{name} = torch.empty(0, dtype={t.dtype}{dev}).set_("
+            f"{name} = {empty}.set_("
             f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
         from .converters import storage_too_small
 
@@ -214,6 +230,34 @@ class _Describer:
             self.shrunk.setdefault(sname, storage.nbytes())
             self.lines.insert(len(self.lines) - 1, f"{sname}.resize_(max({sname}.nbytes(), "
                                                    f"{needed}))")
+
+    def _version_counter_of(self, t: "torch.Tensor") -> str | None:
+        """The name of a tensor described already, of ``t``'s dtype and device,
+        whose version counter ``t`` shares outside a view tree (as
+        ``detach()`` makes it share): ``detach()`` of it then ``set_``
+        builds ``t`` with that counter.  None if there is none."""
+        from .checks.aliasing import version_partition
+
+        torch = _torch()
+        if type(t) is not torch.Tensor or t.is_inference():
+            return None
+        for other, u in self.described:
+            if (u is t or type(u) not in (torch.Tensor, torch.nn.Parameter) or u.is_sparse
+                    or u.dtype != t.dtype or u.device != t.device or _root(u) is _root(t)
+                    or u.is_inference() or self.lines_for(other) is None):
+                continue
+            if version_partition([u, t])[1] == 0:
+                self.shared_version_counters[id(t)] = self._counter_group(u)
+                return other
+        return None
+
+    def lines_for(self, name: str) -> str | None:
+        """The line binding ``name``, or None while it is not built yet or
+        when it is not built at all."""
+        for line in self.lines:
+            if line.lstrip().startswith(f"{name} = ") and not line.endswith("# not rebuilt"):
+                return line
+        return None
 
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta

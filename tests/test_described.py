@@ -18,17 +18,16 @@ from pytest_metafidelity.reproducer import checked_reproducer, reproduction_gaps
 from pytest_metafidelity.strategies import available_kinds, recipes
 
 # Kinds whose every example the describer rebuilds with the same outcome.
-# For the others some examples carry what metadata does not show: version
-# counters shared outside views (grad_alias, view_family), a dispatch cache's
-# history (subclass_ctx, subclass_family: dispatch-cache-zero-element-view),
-# a subclass view's replay function (subclass_view), C++ functional and
-# nested tensors (functional, functional_view, nested_jagged). Their
-# reproducer must then say so.
+# For the others some examples carry what metadata does not show: a
+# dispatch cache's history (subclass_ctx, subclass_family:
+# dispatch-cache-zero-element-view), a subclass view's replay function
+# (subclass_view), C++ functional and nested tensors (functional,
+# functional_view, nested_jagged). Their reproducer must then say so.
 REBUILT_FAITHFULLY = {
     "autograd_leaf", "autograd_nonleaf", "autograd_view", "conj_neg", "dense", "dtype_view",
-    "grad_attached", "inference", "parameter", "set_alias", "sparse_bsc", "sparse_bsr",
-    "sparse_coo", "sparse_csc", "sparse_csr", "two_tensor", "two_tensor_nested",
-    "user_subclass", "view",
+    "grad_alias", "grad_attached", "inference", "parameter", "set_alias", "sparse_bsc",
+    "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr", "two_tensor", "two_tensor_nested",
+    "user_subclass", "view", "view_family",
 }
 
 
@@ -135,6 +134,22 @@ def test_a_view_of_a_parameter_is_rebuilt_as_a_tensor_viewing_a_parameter() -> N
     assert (rebuilt.shape, rebuilt.stride(), rebuilt.storage_offset()) == (
         view.shape, view.stride(), view.storage_offset())
     assert torch.equal(rebuilt, view)
+
+
+def test_a_version_counter_shared_outside_a_view_is_shared_again() -> None:
+    from pytest_metafidelity.checks.aliasing import version_partition
+
+    x = torch.randn(4, requires_grad=True)
+    x.grad = x.detach()  # .grad aliasing its tensor: one counter
+    view_of_alias = x.detach()[1:]  # a view of another detached alias
+    own = torch.empty(0).set_(x.untyped_storage(), 0, (2,), (2,))  # its own counter
+    tensors = [x, view_of_alias, own]
+    recipe = describe_as_recipe(tensors)
+    assert not recipe.missing and not recipe.approximations
+    rebuilt = recipe.build()
+    assert version_partition([*rebuilt, rebuilt[0].grad]) == [0, 0, 2, 0]
+    assert version_partition([*tensors, x.grad]) == [0, 0, 2, 0]
+    assert rebuilt[0].grad.untyped_storage()._cdata == rebuilt[0].untyped_storage()._cdata
 
 
 class _Local(torch.Tensor):
