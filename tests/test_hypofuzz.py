@@ -107,3 +107,70 @@ def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None
         # is the plugin broken under HypoFuzz (e.g. a closed journal).
         assert record["failures"] == 0 and record["fatal"] == 0, (name, found)
     assert (tmp_path / "shared-db").is_dir()
+
+
+FAULTY_CONFTEST = '''
+from pytest_metafidelity.converters import CONVERTERS, FakeConverter, register_converter
+
+
+class OffsetDroppingFake(FakeConverter):
+    """``fake``, except that a tensor at storage offset 2 or more is
+    converted from a copy (offset 0): a fault fuzzing finds quickly and the
+    simplest example does not show."""
+
+    name = "offset-dropping"
+
+    def _convert(self, t):
+        return super()._convert(t.clone() if t.storage_offset() >= 2 else t)
+
+
+if OffsetDroppingFake.name not in CONVERTERS:  # HypoFuzz collects more than once
+    register_converter(OffsetDroppingFake)
+'''
+FAULTY_ARGS = ["--metafidelity", "--metafidelity-kinds=view",
+               "--metafidelity-converters=offset-dropping", "--metafidelity-checks=metadata",
+               "-p", "no:cacheprovider"]
+
+
+def _one_example(cwd: Path, database: Path) -> subprocess.CompletedProcess[str]:
+    """``pytest --metafidelity`` running one example of the faulty item (the
+    simplest, unless the database holds one to replay first)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *FAULTY_ARGS, "--metafidelity-examples=1",
+         f"--metafidelity-database={database}"],
+        cwd=cwd, env=_clean_env(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.skipif(not HYPOTHESIS_CLI.exists(), reason=f"no {HYPOTHESIS_CLI}")
+def test_a_failure_hypofuzz_finds_is_replayed_first_by_pytest(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(FAULTY_CONFTEST)
+    # Without a failure to replay, one example does not find the fault.
+    control = _one_example(tmp_path, tmp_path / "empty-db")
+    assert control.returncode == 0, control.stdout[-3000:]
+
+    shared = tmp_path / "shared-db"
+    env = _clean_env(METAFIDELITY_DATABASE=str(shared))
+    command = [str(HYPOTHESIS_CLI), "fuzz", "--no-dashboard", "-n", "1", "--", *FAULTY_ARGS]
+    fuzz = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    found: dict = {}
+    try:
+        deadline = time.monotonic() + 240
+        time.sleep(20)
+        while time.monotonic() < deadline:
+            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *FAULTY_ARGS],
+                            tmp_path, env)
+            if any(r["failures"] for r in found.values()):
+                break
+            if fuzz.poll() is not None:  # a worker that died at its failure
+                break
+            time.sleep(5)
+    finally:
+        if fuzz.poll() is None:
+            os.killpg(fuzz.pid, signal.SIGTERM)
+        output = fuzz.communicate(timeout=60)[0]
+    assert any(r["failures"] for r in found.values()), (found, output[-3000:])
+
+    replay = _one_example(tmp_path, shared)
+    assert replay.returncode == 1, replay.stdout[-3000:]
+    assert "storage_offset()" in replay.stdout, replay.stdout[-3000:]

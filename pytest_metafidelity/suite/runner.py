@@ -109,9 +109,10 @@ class SuiteRun:
                 missing.setdefault(entry_id, [0, result.reproducer])[0] += 1
 
     def database_key(self, nodeid: str) -> str:
-        """Hex of the key under which Hypothesis stores the item's examples
-        (computed once pytest's Hypothesis plugin has added the item's
-        digest to the inner function), "" when unknown."""
+        """Hex of the key under which ``pytest --metafidelity`` stores and
+        replays the item's examples (first computed when the item's test is
+        made, before HypoFuzz re-keys its function with the full node id),
+        "" when unknown."""
         key = self._database_keys.get(nodeid)
         if key is None:
             from hypothesis.internal.reflection import function_digest
@@ -119,6 +120,17 @@ class SuiteRun:
             inner = self.inner_tests.get(nodeid)
             key = self._database_keys[nodeid] = function_digest(inner).hex() if inner else ""
         return key
+
+    def keep_for_replay(self, nodeid: str, choices_hex: str) -> bool:
+        """Save a failing example found under HypoFuzz where ``pytest
+        --metafidelity`` replays it first: under the item's pytest key in the
+        suite's database (HypoFuzz keeps its own failures under its key)."""
+        from .crashes import save_choices
+
+        database, key = self.database(), self.database_key(nodeid)
+        if database is None or not key or not choices_hex:
+            return False
+        return save_choices(database, key, choices_hex)
 
     def database(self) -> Any:
         """The example database the suite's items use (None: none)."""
@@ -188,6 +200,7 @@ def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
     # (the node id's path part differs between installs).
     test_fidelity._hypothesis_internal_add_digest = item_digest(nodeid)  # type: ignore
     run.inner_tests[nodeid] = test_fidelity
+    run.database_key(nodeid)  # now: HypoFuzz re-keys the function after collection
     if run.budget is None:
         assert run.options is not None and run.options.examples is not None
         return item_settings(run, run.options.examples)(given(data=st.data())(test_fidelity))
@@ -310,6 +323,8 @@ def _run_example(
         covered.update(f"{k}={v}" for k, v in events.items())
         run.record_entries(nodeid, result)
     if not result.ok:  # failed, or a check met an internal error
+        if run is not None and in_hypofuzz_run():
+            run.keep_for_replay(nodeid, encode_choices(data))
         raise FidelityError(result)
 
 
