@@ -356,15 +356,20 @@ def _refuse_crashing_copy(t: Any, attempt: Callable[[], Any]) -> None:
 ITEM_READ_DTYPES = ("int64", "int32", "int16", "int8", "float64")
 
 
-def crashing_item_read(t: Any) -> bool:
-    """True when converting ``t`` with a ``ShapeEnv`` and a source would read
-    ``item()`` of a 0-dim tensor with the negative bit whose storage holds no
-    bytes: torch raises for such a read without the bit and segfaults with it."""
+def item_read_when_converted(t: Any) -> bool:
+    """True when converting ``t`` with a ``ShapeEnv`` and a source reads its
+    value with ``item()``: a plain 0-dim CPU tensor of ITEM_READ_DTYPES."""
     import torch
 
     return (type(t) is torch.Tensor and t.layout == torch.strided and t.dim() == 0
-            and t.device.type == "cpu" and str(t.dtype).removeprefix("torch.") in ITEM_READ_DTYPES
-            and t.is_neg() and t.untyped_storage().nbytes() == 0)
+            and t.device.type == "cpu" and str(t.dtype).removeprefix("torch.") in ITEM_READ_DTYPES)
+
+
+def crashing_item_read(t: Any) -> bool:
+    """True when that ``item()`` read is of a tensor with the negative bit
+    whose storage holds no bytes: torch raises for such a read without the
+    bit and segfaults with it."""
+    return item_read_when_converted(t) and t.is_neg() and t.untyped_storage().nbytes() == 0
 
 
 def _refuse_crashing_item_read(t: Any, attempt: Callable[[], Any]) -> None:

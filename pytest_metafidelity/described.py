@@ -244,20 +244,18 @@ class _Describer:
         for other, u in self.described:
             if (u is t or type(u) not in (torch.Tensor, torch.nn.Parameter) or u.is_sparse
                     or u.dtype != t.dtype or u.device != t.device or _root(u) is _root(t)
-                    or u.is_inference() or self.lines_for(other) is None):
+                    or u.is_inference() or not self._built(other)):
                 continue
             if version_partition([u, t])[1] == 0:
                 self.shared_version_counters[id(t)] = self._counter_group(u)
                 return other
         return None
 
-    def lines_for(self, name: str) -> str | None:
-        """The line binding ``name``, or None while it is not built yet or
-        when it is not built at all."""
-        for line in self.lines:
-            if line.lstrip().startswith(f"{name} = ") and not line.endswith("# not rebuilt"):
-                return line
-        return None
+    def _built(self, name: str) -> bool:
+        """Whether the lines so far bind ``name`` to a tensor (not while it
+        is still being described, nor when it is not rebuilt)."""
+        return any(line.lstrip().startswith(f"{name} = ") and not line.endswith("# not rebuilt")
+                   for line in self.lines)
 
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta

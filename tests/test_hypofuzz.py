@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -63,6 +64,33 @@ def _python(args: list[str], cwd: Path, env: dict[str, str]) -> dict:
     return json.loads(result.stdout.splitlines()[-1])
 
 
+def _fuzz_until(done: Callable[[dict], bool], args: list[str], cwd: Path,
+                env: dict[str, str], *, first_look: float) -> tuple[dict, str, bool]:
+    """Run ``hypothesis fuzz -n 1 -- ARGS`` until what its workers recorded
+    (``pytest_metafidelity.hypofuzz_runs``) satisfies ``done``, 240 s pass or
+    it exits by itself; stop it.  Returns what was recorded, its output and
+    whether it had exited by itself."""
+    command = [str(HYPOTHESIS_CLI), "fuzz", "--no-dashboard", "-n", "1", "--", *args]
+    fuzz = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    found: dict = {}
+    exited = False
+    try:
+        deadline = time.monotonic() + 240
+        time.sleep(first_look)
+        while True:
+            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *args], cwd, env)
+            exited = fuzz.poll() is not None
+            if done(found) or exited or time.monotonic() > deadline:
+                break
+            time.sleep(5)
+    finally:
+        if fuzz.poll() is None:
+            os.killpg(fuzz.pid, signal.SIGTERM)
+        output = fuzz.communicate(timeout=60)[0]
+    return found, output, exited
+
+
 def test_hypofuzz_collects_the_items_under_any_profile(tmp_path: Path) -> None:
     """The ``ci`` profile derandomizes and keeps no database; HypoFuzz would
     skip such tests, so under HypoFuzz both are left to the profile."""
@@ -79,24 +107,10 @@ def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None
     # writes where pytest --metafidelity runs read.
     env = _clean_env(METAFIDELITY_DATABASE=str(tmp_path / "shared-db"))
     args = [*SUITE_ARGS, "test_user.py"]
-    command = [str(HYPOTHESIS_CLI), "fuzz", "--no-dashboard", "-n", "1", "--", *args]
-    fuzz = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    found: dict = {}
-    try:
-        deadline = time.monotonic() + 240
-        time.sleep(40)
-        while True:
-            assert fuzz.poll() is None, fuzz.stdout.read()[-3000:]  # type: ignore[union-attr]
-            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *args], tmp_path, env)
-            if (len(found) == 3 and all(r["examples"] > 0 for r in found.values())) or (
-                    time.monotonic() > deadline):
-                break
-            time.sleep(10)
-    finally:
-        if fuzz.poll() is None:
-            os.killpg(fuzz.pid, signal.SIGTERM)
-        output = fuzz.communicate(timeout=60)[0]
+    found, output, exited = _fuzz_until(
+        lambda found: len(found) == 3 and all(r["examples"] > 0 for r in found.values()),
+        args, tmp_path, env, first_look=40)
+    assert not exited, output[-3000:]
     assert "using 1 process to fuzz 3 tests" in output, output[-3000:]
     names = {nodeid.rsplit("::", 1)[1]: record for nodeid, record in found.items()}
     assert set(names) == {"test_fidelity[dense-fake]", "test_fidelity[view-fake]",
@@ -150,25 +164,9 @@ def test_a_failure_hypofuzz_finds_is_replayed_first_by_pytest(tmp_path: Path) ->
 
     shared = tmp_path / "shared-db"
     env = _clean_env(METAFIDELITY_DATABASE=str(shared))
-    command = [str(HYPOTHESIS_CLI), "fuzz", "--no-dashboard", "-n", "1", "--", *FAULTY_ARGS]
-    fuzz = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    found: dict = {}
-    try:
-        deadline = time.monotonic() + 240
-        time.sleep(20)
-        while time.monotonic() < deadline:
-            found = _python(["-m", "pytest_metafidelity.hypofuzz_runs", *FAULTY_ARGS],
-                            tmp_path, env)
-            if any(r["failures"] for r in found.values()):
-                break
-            if fuzz.poll() is not None:  # a worker that died at its failure
-                break
-            time.sleep(5)
-    finally:
-        if fuzz.poll() is None:
-            os.killpg(fuzz.pid, signal.SIGTERM)
-        output = fuzz.communicate(timeout=60)[0]
+    # (A worker may die shrinking its first failure: see the README.)
+    found, output, _ = _fuzz_until(lambda found: any(r["failures"] for r in found.values()),
+                                   FAULTY_ARGS, tmp_path, env, first_look=20)
     assert any(r["failures"] for r in found.values()), (found, output[-3000:])
 
     replay = _one_example(tmp_path, shared)

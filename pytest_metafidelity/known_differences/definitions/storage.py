@@ -10,7 +10,6 @@ from ...converters import where
 from ..converter_model import converted_storage_nbytes
 from ..core import Case, KnownDifference, UNFILED
 from ..facts import (
-    dtype_name,
     family_wide,
     memo,
     plain_strided,
@@ -67,11 +66,10 @@ def zero_byte_scalar_item(case: Case) -> bool:
     """from_tensor with a ShapeEnv and a source reads ``item()`` of a 0-dim
     CPU int64/int32/int16/int8/float64 tensor to make a symbol for it: with
     a zero-byte storage that read raises."""
-    from ...converters import crashing_item_read, storage_too_small
+    from ...converters import crashing_item_read, item_read_when_converted, storage_too_small
 
     return any(
-        plain_strided(t) and t.dim() == 0 and t.device.type == "cpu" and type(t).__name__ == "Tensor"
-        and dtype_name(t) in ("int64", "int32", "int16", "int8", "float64") and storage_too_small(t)
+        item_read_when_converted(t) and storage_too_small(t)
         and not crashing_item_read(t)  # dynamic-zero-byte-neg-scalar-item-segfault
         for t in case.conversion.real
     )
