@@ -9,12 +9,17 @@ tensor requiring grad gives a tensor a history without moving its storage),
 ``retain_grad()``, ``grad_dtype`` and ``.grad`` of any layout; version counters
 shared outside a view tree (``detach()`` of the tensor sharing it, then ``set_``);
 ``nn.Parameter`` and ``nn.Buffer``; sparse COO and compressed layouts through
-their index and value tensors; and traceable wrapper subclasses through
-``__tensor_flatten__``/``__tensor_unflatten__``, imported from their module.
+their index and value tensors; traceable wrapper subclasses through
+``__tensor_flatten__``/``__tensor_unflatten__``, imported from their module;
+jagged nested tensors through ``nested_tensor_from_jagged``; C++ functional
+tensors through ``torch._to_functional_tensor`` of the value they wrap.
 
 What cannot be rebuilt is listed in :attr:`DescribedRecipe.missing`, one
 line naming the tensor and what it lacks; :mod:`.reproducer` shows that list
-instead of code that would pass.
+instead of code that would pass.  What is rebuilt without something metadata
+does not show (the op that made a subclass view, how a functional tensor was
+mutated, ...) is listed in :attr:`DescribedRecipe.approximations`; a recipe
+with neither list gives the same outcome (tests/test_described.py).
 """
 
 from __future__ import annotations
@@ -137,11 +142,11 @@ class _Describer:
 
     def _describe(self, name: str, t: "torch.Tensor", path: str) -> None:
         torch = _torch()
-        if t.is_nested or torch._is_functional_tensor(t):
-            self.lines.append(f"{name} = None  # not rebuilt")
-            what = ("a nested tensor; rebuild it with torch.nested" if t.is_nested else
-                    "a C++ functional tensor; rebuild it with torch._to_functional_tensor")
-            self.lack(name, path, what)
+        if t.is_nested:
+            self._nested(name, t, path)
+            return
+        if torch._is_functional_tensor(t):
+            self._functional(name, t, path)
             return
         if t.is_inference() and not t._is_view():
             self.lines.append("with torch.inference_mode():")
@@ -216,7 +221,12 @@ class _Describer:
             self.lines.append(f"{sname} = {_storage_expr(storage)}")
         dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
         sharing = self._version_counter_of(t)
-        empty = (f"{sharing}.detach()" if sharing is not None  # shares its version counter
+        if sharing is not None and _same_geometry(t, sharing[1]):
+            # detach() alone: set_ would bump the counter, which forbids
+            # using a view made under no_grad from the tensor sharing it.
+            self.lines.append(f"{name} = {sharing[0]}.detach()  # shares its version counter")
+            return
+        empty = (f"{sharing[0]}.detach()" if sharing is not None  # shares its version counter
                  else f"torch.empty(0, dtype={t.dtype}{dev})")
         self.lines.append(
             f"{name} = {empty}.set_("
@@ -225,31 +235,47 @@ class _Describer:
 
         if storage_too_small(t):  # set_ needs the bytes: grown, shrunk back at the end
             sname = self.storages[key]
-            needed = (t.storage_offset() + sum((n - 1) * st for n, st in
-                                                zip(t.shape, t.stride())) + 1) * t.element_size()
+            needed = _extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
             self.shrunk.setdefault(sname, storage.nbytes())
             self.lines.insert(len(self.lines) - 1, f"{sname}.resize_(max({sname}.nbytes(), "
                                                    f"{needed}))")
 
-    def _version_counter_of(self, t: "torch.Tensor") -> str | None:
-        """The name of a tensor described already, of ``t``'s dtype and device,
-        whose version counter ``t`` shares outside a view tree (as
-        ``detach()`` makes it share): ``detach()`` of it then ``set_``
-        builds ``t`` with that counter.  None if there is none."""
+    def _version_counter_of(self, t: "torch.Tensor") -> "tuple[str, torch.Tensor] | None":
+        """The name of a tensor described already (and that tensor), of
+        ``t``'s dtype and device, whose version counter ``t`` shares outside
+        a view tree (as ``detach()`` makes it share): ``detach()`` of it,
+        then ``set_`` unless their geometry is the same, builds ``t`` with
+        that counter.  None if there is none, or if ``set_`` would be needed
+        while a view made under no_grad shares that counter (the bump would
+        forbid its use)."""
         from .checks.aliasing import version_partition
 
         torch = _torch()
         if type(t) is not torch.Tensor or t.is_inference():
             return None
+        candidates: list[tuple[str, "torch.Tensor"]] = []
         for other, u in self.described:
             if (u is t or type(u) not in (torch.Tensor, torch.nn.Parameter) or u.is_sparse
                     or u.dtype != t.dtype or u.device != t.device or _root(u) is _root(t)
                     or u.is_inference() or not self._built(other)):
                 continue
             if version_partition([u, t])[1] == 0:
-                self.shared_version_counters[id(t)] = self._counter_group(u)
-                return other
-        return None
+                candidates.append((other, u))
+        # One with t's geometry (detach() alone), else one set_ may bump.
+        found = next((c for c in candidates if _same_geometry(t, c[1])), None) or next(
+            (c for c in candidates if not self._no_grad_view_sharing(c[1])), None)
+        if found is not None:
+            self.shared_version_counters[id(t)] = self._counter_group(found[1])
+        return found
+
+    def _no_grad_view_sharing(self, u: "torch.Tensor") -> bool:
+        """Whether a view made under no_grad, described already, shares
+        ``u``'s version counter."""
+        from .checks.autograd import creation_meta
+
+        group = self._counter_group(u)
+        return any(v._is_view() and "NO_GRAD_MODE" in str(creation_meta(v) or "")
+                   and self._counter_group(v) == group for _, v in self.described)
 
     def _built(self, name: str) -> bool:
         """Whether the lines so far bind ``name`` to a tensor (not while it
@@ -276,6 +302,12 @@ class _Describer:
             if how and "DEFAULT" not in how:
                 self.approximate(name, path, f"the view's creation_meta {how} (rebuilt as "
                                              "DEFAULT)")
+        from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+        if is_traceable_wrapper_subclass(t):
+            self.approximate(name, path, "the view op that made it (rebuilt as as_strided; a "
+                                         "converter replays a subclass view's own view "
+                                         "function)")
 
     def _subclass(self, name: str, t: "torch.Tensor", path: str) -> None:
         cls = type(t)
@@ -294,6 +326,65 @@ class _Describer:
         args = ", ".join(f"{a!r}: {n}" for a, n in inner.items())
         self.lines.append(f"{name} = {cls.__qualname__}.__tensor_unflatten__("
                           f"{{{args}}}, {ctx_source}, {tuple(t.shape)}, {tuple(t.stride())})")
+
+    def _nested(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """A jagged nested tensor: nested_tensor_from_jagged over its values,
+        offsets and lengths (a view of the values, as torch makes it), with
+        its ragged dimension and cached min/max sequence lengths; then the
+        autograd state the values do not give it."""
+        torch = _torch()
+        if t.layout != torch.jagged:
+            self.lines.append(f"{name} = None  # not rebuilt")
+            self.lack(name, path, f"a nested tensor of layout {t.layout} (only torch.jagged "
+                                  "is rebuilt)")
+            return
+        parts = [self.tensor(t._values, f"{path}._values"),
+                 self.tensor(t._offsets, f"{path}._offsets")]
+        lengths = t._lengths
+        parts.append("None" if lengths is None else self.tensor(lengths, f"{path}._lengths"))
+        cache = t._metadata_cache or {}
+        seqlens = [f"{k}={_seqlen(cache[k])}" for k in ("min_seqlen", "max_seqlen") if k in cache]
+        self.lines.append(f"{name} = torch.nested.nested_tensor_from_jagged("
+                          f"{', '.join(parts)}, jagged_dim={t._ragged_idx}"
+                          f"{''.join(', ' + s for s in seqlens)})")
+        if t.requires_grad and not t._values.requires_grad:
+            if t.is_leaf:
+                self.lines.append(f"{name}.requires_grad_()")
+            else:
+                self.approximate(name, path, "a history its values do not have (rebuilt as a "
+                                             "leaf)")
+
+    def _functional(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """A C++ functional tensor: torch._to_functional_tensor of the value
+        it wraps, with its requires_grad; a view of one is as_strided of its
+        functional base, in the strides of the value it wraps (functionalization
+        materialises views: a view_copy of the base's value)."""
+        torch = _torch()
+        value = torch._from_functional_tensor(t)
+        if t._is_view() and t._base is not None:
+            base = self.tensor(t._base, f"{path}._base")
+            room = torch._from_functional_tensor(t._base).untyped_storage().nbytes()
+            stride = tuple(value.stride())
+            if _extent(value.shape, stride, 0) * value.element_size() > room:
+                stride = (0,) * value.dim()  # as many elements as the base has
+            self.lines.append(f"{name} = {base}.as_strided({tuple(value.shape)}, {stride}, 0)")
+            self.approximate(name, path, "the view op that made it (rebuilt as as_strided of "
+                                         "its base: other values)")
+        else:
+            inner = self.tensor(value, f"torch._from_functional_tensor({path})")
+            self.lines.append(f"{name} = torch._to_functional_tensor({inner})")
+            if t.requires_grad and t.is_leaf:
+                self.lines.append(f"{name}.requires_grad_()")
+            elif t.requires_grad:  # as torch._mirror_autograd_meta_to gives it
+                source = inner if value.requires_grad else "torch.empty(0, requires_grad=True)"
+                self.lines.append(f"torch._mirror_autograd_meta_to({source}, {name})")
+        if torch._functionalize_has_data_mutation(t):
+            # After a conversion synced it, a mutation through a view left
+            # pending looks the same as a direct one.
+            self.lines.append(f"{name}.copy_({name})  # mutated (its value already)")
+            self.approximate(name, path, "how it was mutated (rebuilt as mutated directly; "
+                                         "a view's mutation left pending before a conversion "
+                                         "synced it looks the same)")
 
     def _plain(self, t: "torch.Tensor", path: str) -> str:
         """An index or value tensor of a sparse one: its storage, not its view-ness."""
@@ -352,15 +443,34 @@ class _Describer:
             self.lines.append(f"{name}.grad = {self.tensor(grad, f'{path}.grad')}")
 
     def _requires_grad_as_built(self, t: "torch.Tensor") -> bool:
-        """Whether the lines so far give ``t`` requires_grad: a view made
-        with grad mode on inherits it from its base."""
-        from .checks.autograd import creation_meta
-
+        """Whether the lines so far give ``t`` requires_grad: a view inherits
+        it from its base (made under no_grad too: a leaf then)."""
         if isinstance(t, _torch().nn.Parameter):
             return t.requires_grad
         if t._is_view() and t._base is not None and not t.is_inference():
-            return t._base.requires_grad and "NO_GRAD_MODE" not in str(creation_meta(t) or "")
+            return t._base.requires_grad
         return False
+
+
+def _seqlen(value: Any) -> int:
+    """A nested tensor's cached min/max sequence length: an int, or a
+    tensor holding it in its shape (torch's _store_val_in_tensor)."""
+    return value if isinstance(value, int) else int(value.shape[0])
+
+
+def _extent(shape: Sequence[int], stride: Sequence[int], offset: int) -> int:
+    """How many elements from the storage's start a tensor of that geometry
+    reaches (0 when it has none)."""
+    if any(n == 0 for n in shape):
+        return 0
+    return offset + sum((n - 1) * st for n, st in zip(shape, stride)) + 1
+
+
+def _same_geometry(t: "torch.Tensor", u: "torch.Tensor") -> bool:
+    """Whether ``u.detach()`` has ``t``'s storage, offset, sizes and strides."""
+    return (t.untyped_storage()._cdata == u.untyped_storage()._cdata
+            and t.storage_offset() == u.storage_offset() and t.shape == u.shape
+            and t.stride() == u.stride())
 
 
 def _root(t: "torch.Tensor") -> "torch.Tensor":
