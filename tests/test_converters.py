@@ -594,6 +594,48 @@ def test_a_predicate_needing_a_fact_holds_only_where_a_tensor_has_it(recipe: Any
         finally:
             made.close()
 
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(recipe=recipes(family=None))
+def test_the_triage_reads_the_same_facts_as_the_predicates_do(recipe: Any) -> None:
+    # The triage answers some facts without asking (no plain tensor is
+    # sparse, nested or a subclass): the answers must be FACTS' own.
+    from pytest_metafidelity.checks._util import walk_real
+    from pytest_metafidelity.known_differences.facts import FACTS
+    from pytest_metafidelity.known_differences.triage import _CaseFacts
+
+    with recipe.active_contexts() as namespace:
+        tensors = tuple(recipe.build_in(namespace))
+        everything = tuple(t for _, t in walk_real(recipe.outputs, tensors, unwrap=True))
+        facts = _CaseFacts(everything)
+        for fact, test in FACTS.items():
+            def marked(case: Any) -> bool:
+                return True
+            marked.needs = fact  # type: ignore[attr-defined]
+            assert facts.allow(marked) == any(test(t) for t in everything), fact
+
+
+@pytest.mark.parametrize("entry", [e for e in kd.KNOWN_DIFFERENCES
+                                   if getattr(e.applies, "reads_record", None)],
+                         ids=lambda e: e.id)
+def test_a_predicate_reading_a_record_holds_only_where_something_was_recorded(
+        entry: kd.KnownDifference) -> None:
+    # The triage skips it where the conversion recorded nothing under that name.
+    from pytest_metafidelity.checks import Conversion
+
+    t = torch.randn(3)
+    converter = make_converter("fake")
+    try:
+        conv = Conversion(("t0",), (t,), (converter.convert(t),), converter, order=(0,))
+        attr = entry.applies.reads_record
+        for nothing in (None, (), [], {}):
+            if nothing is not None:
+                setattr(conv, attr, nothing)
+            assert not entry.applies(kd.Case("fake", "t0", t, (t,), conv))
+    finally:
+        converter.close()
+
+
 def test_every_fact_a_predicate_needs_is_known() -> None:
     from pytest_metafidelity.known_differences import facts
 

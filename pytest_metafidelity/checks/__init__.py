@@ -121,15 +121,28 @@ def check(name: str, summary: str) -> Callable[[CheckFn], CheckFn]:
     return register
 
 
+# The registered checks as all_checks() last ordered them: (the specs it
+# was ordered from, the ordered dict).
+_ORDERED: list[tuple[tuple[CheckSpec, ...], dict[str, CheckSpec]]] = []
+
+
 def all_checks() -> dict[str, CheckSpec]:
+    """The registered checks, in CHECK_MODULES order (whichever module was
+    imported first), then those registered elsewhere.  A copy: ordered again
+    only when the registrations change."""
     global _loaded
     if not _loaded:
         _loaded = True
         for module in CHECK_MODULES:
             importlib.import_module(f"{__name__}.{module}")
-    # In CHECK_MODULES order, whichever module was imported first.
-    rank = {f"{__name__}.{m}": i for i, m in enumerate(CHECK_MODULES)}
-    return dict(sorted(_CHECKS.items(), key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
+    specs = tuple(_CHECKS.values())
+    if not _ORDERED or len(specs) != len(_ORDERED[0][0]) or any(
+            a is not b for a, b in zip(specs, _ORDERED[0][0])):
+        rank = {f"{__name__}.{m}": i for i, m in enumerate(CHECK_MODULES)}
+        ordered = dict(sorted(_CHECKS.items(),
+                              key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
+        _ORDERED[:] = [(specs, ordered)]
+    return dict(_ORDERED[0][1])
 
 
 class CheckCrashed(Exception):

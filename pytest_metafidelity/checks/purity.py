@@ -25,6 +25,7 @@ check has nothing to compare and reports nothing.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 from typing import Any, Callable
 
@@ -55,49 +56,76 @@ class _Same:
         return "None" if self.obj is None else f"<{type(self.obj).__name__} at {id(self.obj):#x}>"
 
 
+class _DeviceContext:
+    """The global device context torch.set_default_device() sets (None:
+    none): equal when the same object with the same device; shown as its
+    device."""
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+        self.device = getattr(context, "device", None)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, _DeviceContext) and other.context is self.context
+                and other.device == self.device)
+
+    def __repr__(self) -> str:
+        return "cpu (none set)" if self.context is None else str(self.device)
+
+
 class _Bytes:
-    """A copy of a storage's bytes, compared by value."""
+    """A storage's bytes: a ``bytes`` object for a CPU storage (one memcpy,
+    compared by ``==``), else a uint8 tensor copy on its device."""
 
     def __init__(self, copy: Any) -> None:
         self.copy = copy
 
     def __eq__(self, other: object) -> bool:
-        import torch
-
         if not isinstance(other, _Bytes):
             return False
         a, b = self.copy, other.copy
+        if isinstance(a, bytes) or isinstance(b, bytes):
+            return a == b
+        import torch
+
         return a.shape == b.shape and bool(torch.equal(a, b))
 
     def __repr__(self) -> str:
-        return f"<{self.copy.numel()} storage bytes>"
+        n = len(self.copy) if isinstance(self.copy, bytes) else self.copy.numel()
+        return f"<{n} storage bytes>"
 
 
 def _storage_bytes(t: Any) -> Any:
+    """The bytes of ``t``'s storage (None where they cannot or need not be
+    read: a wrapper subclass's storage, meta, dataless, over MAX_VALUE_BYTES)."""
     import torch
 
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    if is_traceable_wrapper_subclass(t):
-        return None  # a wrapper's storage holds no data
     s = t.untyped_storage()
-    if s.device.type == "meta" or s.nbytes() > MAX_VALUE_BYTES:
+    nbytes = s.nbytes()
+    if s.device.type == "meta" or nbytes > MAX_VALUE_BYTES:
         return None
-    if s.nbytes() and not s.data_ptr():
+    if not nbytes:
+        return _Bytes(b"")
+    ptr = s.data_ptr()
+    if not ptr:
         return None  # dataless storage
+    if s.device.type == "cpu":
+        return _Bytes(ctypes.string_at(ptr, nbytes))
     with torch.no_grad():
         view = torch.empty(0, dtype=torch.uint8, device=s.device)
-        view.set_(s, 0, (s.nbytes(),), (1,))
+        view.set_(s, 0, (nbytes,), (1,))
         return _Bytes(view.clone())
 
 
 def _bytes_of_storage(t: Any, copies: dict[int, Any] | None) -> Any:
     """``_storage_bytes(t)``, copied once per storage among ``copies`` (the
     tensors of one snapshot: a view and its base share one).  A wrapper
-    subclass's storage is its own, never shared by key with another's."""
+    subclass's storage holds no data: None."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    if copies is None or is_traceable_wrapper_subclass(t):
+    if is_traceable_wrapper_subclass(t):
+        return None
+    if copies is None:
         return _storage_bytes(t)
     key = t.untyped_storage()._cdata
     if key not in copies:
@@ -201,18 +229,23 @@ def _state_queries() -> dict[str, Callable[[], Any]]:
 
         return getattr(meta_utils.tls, "disable_inference_mode", None)
 
+    def default_device() -> Any:
+        # What torch.get_default_device() reads besides the function mode
+        # stack (read on its own): the global device context.
+        return _DeviceContext(getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None))
+
     return {
         "grad mode (torch.is_grad_enabled())": torch.is_grad_enabled,
         "inference mode (torch.is_inference_mode_enabled())": torch.is_inference_mode_enabled,
         "forward AD (torch._C._is_fwd_grad_enabled())": lambda: torch._C._is_fwd_grad_enabled(),
-        "dispatch TLS included keys": lambda: str(torch._C._dispatch_tls_local_include_set()),
-        "dispatch TLS excluded keys": lambda: str(torch._C._dispatch_tls_local_exclude_set()),
+        "dispatch TLS included keys": lambda: torch._C._dispatch_tls_local_include_set(),
+        "dispatch TLS excluded keys": lambda: torch._C._dispatch_tls_local_exclude_set(),
         "functorch interpreter stack": functorch_stack,
         "torch dispatch mode stack": dispatch_modes,
         "torch function mode stack": function_modes,
         "functionalization reapply_views": lambda: torch._C._functionalization_reapply_views_tls(),
         "default dtype": torch.get_default_dtype,
-        "default device": lambda: torch.get_default_device(),
+        "default device (torch.set_default_device())": default_device,
         "fake_tensor_propagate_real_tensors": propagate_real,
         "meta_utils disable_inference_mode": meta_utils_tls,
     }

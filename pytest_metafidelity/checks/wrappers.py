@@ -34,32 +34,53 @@ def _functorch(name: str) -> Any:
     return getattr(getattr(torch._C, "_functorch", None), name, None)
 
 
+class _WrappingQueries:
+    """The queries :func:`read_wrapping` asks, looked up once: those this
+    torch lacks are left out."""
+
+    def __init__(self) -> None:
+        import torch
+
+        try:
+            from torch._subclasses.functional_tensor import FunctionalTensor
+        except Exception:
+            FunctionalTensor = None  # noqa: N806
+        self.functional_tensor: Any = FunctionalTensor
+        queries = [("torch._is_functional_tensor()", getattr(torch, "_is_functional_tensor", None))]
+        queries += [(q, _functorch(q)) for q in ("is_functorch_wrapped_tensor",
+                                                  "is_batchedtensor", "is_gradtrackingtensor")]
+        self.flags = [(key, fn) for key, fn in queries if fn is not None]
+        self.level = _functorch("maybe_get_level")
+        self.bdim = _functorch("maybe_get_bdim")
+
+
+_QUERIES: list[_WrappingQueries] = []
+
+
+def _ask(fn: Any, t: Any) -> Any:
+    try:
+        return fn(t)
+    except Exception:
+        return None
+
+
 def read_wrapping(t: Any) -> dict[str, Any]:
-    import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+    if not _QUERIES:
+        _QUERIES.append(_WrappingQueries())
+    q = _QUERIES[0]
     out: dict[str, Any] = {}
-    try:
-        from torch._subclasses.functional_tensor import FunctionalTensor
-
-        out["isinstance(FunctionalTensor)"] = isinstance(t, FunctionalTensor)
-    except Exception:
-        pass
-    is_functional = getattr(torch, "_is_functional_tensor", None)
-    if is_functional is not None:
-        out["torch._is_functional_tensor()"] = safe(lambda: bool(is_functional(t)))
-    for query in ("is_functorch_wrapped_tensor", "is_batchedtensor", "is_gradtrackingtensor"):
-        fn = _functorch(query)
-        if fn is not None:
-            out[query] = safe(lambda: bool(fn(t)))
+    if q.functional_tensor is not None:
+        out["isinstance(FunctionalTensor)"] = isinstance(t, q.functional_tensor)
+    for key, fn in q.flags:
+        flag = _ask(fn, t)
+        out[key] = None if flag is None else bool(flag)
     if out.get("is_functorch_wrapped_tensor"):
-        level = _functorch("maybe_get_level")
-        if level is not None:
-            out["functorch level"] = safe(lambda: level(t))
-        if out.get("is_batchedtensor"):
-            bdim = _functorch("maybe_get_bdim")
-            if bdim is not None:
-                out["batch dim"] = safe(lambda: bdim(t))
+        if q.level is not None:
+            out["functorch level"] = _ask(q.level, t)
+        if out.get("is_batchedtensor") and q.bdim is not None:
+            out["batch dim"] = _ask(q.bdim, t)
     subclass = is_traceable_wrapper_subclass(t)
     out["traceable wrapper subclass"] = subclass
     if subclass:

@@ -6,11 +6,12 @@ per-conversion memo.
 The triage asks every active entry's predicate on every case, passing ones
 included (to notice an entry that did not occur).  Two markers make that
 cheap without changing an answer: ``@family_wide`` (the predicate reads
-only the family, so it is asked once per case rather than per tensor) and
+only the family, so it is asked once per case rather than per tensor),
 ``@needs(fact)`` (it can only hold when some tensor of the case has the
 fact -- sparse, nested, subclass, functorch, functional, FunctionalTensor
--- so cases without it skip it); the project's tests hold both to what
-they claim.  Work a predicate repeats for each tensor of a case is kept per
+-- so cases without it skip it) and ``@reads_record(attr)`` (it can only
+hold when the ``behaviour`` check recorded something on the conversion);
+the project's tests hold them to what they claim.  Work a predicate repeats for each tensor of a case is kept per
 conversion with :func:`memo`.
 """
 
@@ -27,6 +28,18 @@ def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
     every tensor of a case or for none: the triage asks it once per case."""
     predicate.family_wide = True  # type: ignore[attr-defined]
     return predicate
+
+
+def reads_record(attr: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool]]:
+    """Marks a predicate that can hold only when the conversion recorded
+    something under ``attr`` (what the ``behaviour`` check saw): the triage
+    skips it, without asking, where nothing was recorded."""
+
+    def mark(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
+        predicate.reads_record = attr  # type: ignore[attr-defined]
+        return predicate
+
+    return mark
 
 
 def is_sparse(t: Any) -> bool:
@@ -90,8 +103,11 @@ def dtype_name(t: Any) -> str:
 
 
 def plain_strided(t: Any) -> bool:
+    import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+    if type(t) in (torch.Tensor, torch.nn.Parameter):  # the common case, answered at once
+        return t.layout == torch.strided
     return (t is not None and layout_name(t) == "strided"
             and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
 

@@ -11,13 +11,23 @@ from .core import Case, KnownDifference, holds
 from .facts import FACTS
 
 
+# The facts no plain tensor (exactly a torch.Tensor or nn.Parameter, strided,
+# not nested) has: its type is no subclass, its layout no sparse one.
+_NOT_OF_PLAIN_TENSORS = ("sparse", "nested", "subclass", "FunctionalTensor")
+
+
 class _CaseFacts:
     """Which of the predicates' FACTS some tensor of a case has, each read
     once, when a predicate marked ``@needs`` first asks."""
 
     def __init__(self, tensors: tuple[Any, ...]) -> None:
+        import torch
+
         self.tensors = tensors
-        self.known: dict[str, bool] = {}
+        plain = (torch.Tensor, torch.nn.Parameter)
+        self.known: dict[str, bool] = dict.fromkeys(_NOT_OF_PLAIN_TENSORS, False) if all(
+            type(t) in plain and t.layout == torch.strided and not t.is_nested
+            for t in tensors) else {}
 
     def allow(self, predicate: Callable[[Case], bool]) -> bool:
         fact = getattr(predicate, "needs", None)
@@ -29,15 +39,36 @@ class _CaseFacts:
         return self.known[fact]
 
 
-# id(entry) -> (entry, its checks as a set).
-_CHECK_SETS: dict[int, tuple[Any, frozenset[str]]] = {}
+@dataclasses.dataclass(frozen=True)
+class _Expectation:
+    """An active entry that may expect a difference from the checks that
+    ran, with what the triage asks of it on every case."""
+
+    entry: KnownDifference
+    needs_conversion: bool  # "conversion" among its checks
+    family_wide: bool  # its predicate holds for every tensor of a family or none
+    record: str | None  # what the conversion must have recorded for it to hold
 
 
-def _check_set(entry: KnownDifference) -> frozenset[str]:
-    cached = _CHECK_SETS.get(id(entry))
-    if cached is None or cached[0] is not entry:
-        cached = _CHECK_SETS[id(entry)] = (entry, frozenset(entry.checks))
-    return cached[1]
+# (id of an _active list, the checks that ran) -> (that list, its expectations)
+_EXPECTATIONS: dict[tuple[int, frozenset[str]], tuple[list[KnownDifference],
+                                                      list[_Expectation]]] = {}
+
+
+def _expectations(active: list[KnownDifference], ran: frozenset[str]) -> list[_Expectation]:
+    """The entries of ``active`` some check of ``ran`` can observe: worked
+    out once per converter and set of checks, not for every case."""
+    key = (id(active), ran)
+    found = _EXPECTATIONS.get(key)
+    if found is None or found[0] is not active:
+        if len(_EXPECTATIONS) > 256:
+            _EXPECTATIONS.clear()
+        found = _EXPECTATIONS[key] = (active, [
+            _Expectation(e, "conversion" in e.checks,
+                         bool(getattr(e.applies, "family_wide", False)),
+                         getattr(e.applies, "reads_record", None))
+            for e in active if not ran.isdisjoint(e.checks)])
+    return found[1]
 
 
 # (converter, its spec, the entries) -> (that spec, the entries, those active
@@ -90,7 +121,7 @@ def triage(
     from . import registry
 
     entries = _active(converter, registry() if entries is None else entries)
-    ran = set(checks_run)
+    ran = frozenset(checks_run)
     # The tensors inside functorch wrappers are checked by ``wrappers`` only.
     family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)
                     if conversion is not None else [])
@@ -120,16 +151,16 @@ def triage(
     passing = []
     node_cases = [case(p, r) for p, r in family_nodes]
     facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
-    for e in entries:
-        checks = _check_set(e)
-        if e.id in hit or checks.isdisjoint(ran):
+    for x in _expectations(entries, ran):
+        e = x.entry
+        if e.id in hit or (conversion_raised and x.needs_conversion):
             continue
-        if conversion_raised and "conversion" in checks:
-            continue
+        if x.record is not None and not getattr(conversion, x.record, None):
+            continue  # nothing recorded: it cannot hold
         if not facts.allow(e.applies):
             continue  # it needs a fact no tensor of the case has: it cannot hold
         # A family-wide predicate holds for every node or for none.
-        judged = node_cases[:1] if getattr(e.applies, "family_wide", False) else node_cases
+        judged = node_cases[:1] if x.family_wide else node_cases
         if any(holds(e.applies, c) for c in judged):
             passing.append(e.id)
     return Triage(unexplained, explained, passing, sorted(hit))

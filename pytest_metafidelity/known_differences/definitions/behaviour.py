@@ -9,7 +9,7 @@ import re
 
 from ...converters import where
 from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
-from ..facts import family_wide
+from ..facts import family_wide, reads_record
 
 
 def _op_difference_entries() -> list[KnownDifference]:
@@ -21,7 +21,8 @@ def _op_difference_entries() -> list[KnownDifference]:
     from ..op_differences import registry as op_registry
 
     def recorded(entry_id: str) -> object:
-        return family_wide(lambda case: entry_id in getattr(case.conversion, "op_differences", ()))
+        return reads_record("op_differences")(family_wide(
+            lambda case: entry_id in getattr(case.conversion, "op_differences", ())))
 
     return [
         KnownDifference(
@@ -35,7 +36,8 @@ def _op_difference_entries() -> list[KnownDifference]:
 def _behaviour_recorded(attr: str, test: object) -> object:
     """A predicate holding when the ``behaviour`` check recorded, on the
     conversion, an item of ``attr`` satisfying ``test``."""
-    return family_wide(lambda case: any(test(x) for x in getattr(case.conversion, attr, ())))
+    return reads_record(attr)(family_wide(
+        lambda case: any(test(x) for x in getattr(case.conversion, attr, ()))))
 
 
 _BEHAVIOUR_ENTRIES = [

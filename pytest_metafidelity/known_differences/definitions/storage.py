@@ -155,6 +155,10 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     family = list(case.family)
     if not any(u is t for u in family):
         return False
+    roots = memo(case, "view-tree roots", lambda: {
+        id(base_of(u) if is_view(u) else u) for u in family})
+    if len(roots) < 2:
+        return False  # one view tree: nothing outside it to share with
     # The same family for every tensor of the case: partitioned once.
     labels = memo(case, ("version-partition", tuple(map(id, family))),
                    lambda: version_partition(family))
