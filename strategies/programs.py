@@ -608,20 +608,22 @@ def programs(tensors: Any, *, max_steps: int = MAX_STEPS) -> st.SearchStrategy[P
         from hypothesis.errors import InvalidArgument
 
         raise InvalidArgument(f"max_steps={max_steps!r} must be an int from 1 to 50")
-    recipe = _recipe_of(tensors)
+    return _draw_program(_recipe_of(tensors), max_steps)
 
-    @st.composite
-    def draw_program(draw: Any) -> Program:
-        scratch, reason = _scratch(recipe)
-        if scratch is None:
-            return Program(recipe.outputs, reason=reason or "")
-        program = draw_steps(DrawnChoices(draw), recipe.outputs, scratch, max_steps)
-        for step in program.steps:
-            event(f"program op: {step.op}")
-        event(f"program steps: {len(program)}")
-        return program
 
-    return draw_program()
+# At module level: Hypothesis reads the source of a function decorated with
+# @composite (about 1 ms), which one defined inside programs() would pay on
+# every call -- the suite asks for a program strategy per example.
+@st.composite
+def _draw_program(draw: Any, recipe: Any, max_steps: int) -> Program:
+    scratch, reason = _scratch(recipe)
+    if scratch is None:
+        return Program(recipe.outputs, reason=reason or "")
+    program = draw_steps(DrawnChoices(draw), recipe.outputs, scratch, max_steps)
+    for step in program.steps:
+        event(f"program op: {step.op}")
+    event(f"program steps: {len(program)}")
+    return program
 
 
 def seeded_programs(tensors: Any, n: int, *, seed: int = 0,

@@ -620,20 +620,24 @@ def test_purity_reports_changed_requires_grad_and_grad() -> None:
 def test_purity_reports_leaked_global_state() -> None:
     t = torch.randn(3)
 
-    guard = torch._C._ExcludeDispatchKeyGuard(torch._C.DispatchKeySet(torch._C.DispatchKey.Python))
+    excluded = torch._C.DispatchKeySet(torch._C.DispatchKey.Python)
+    guards: list[Any] = []  # one per conversion the fault is in: each left entered
 
     def leave_no_grad(conv: Any, real: Any, fake: Any) -> Any:
         torch.set_grad_enabled(False)
         torch.set_default_dtype(torch.float64)
         torch.set_default_device("meta")
-        guard.__enter__()
+        guards.append(torch._C._ExcludeDispatchKeyGuard(excluded))
+        guards[-1].__enter__()
         return fake
 
+    before = torch._C._dispatch_tls_local_exclude_set()
     try:
         with faulty("fake", leave_no_grad):
             outcome = run("purity", t)
     finally:
-        guard.__exit__(None, None, None)
+        for guard in reversed(guards):
+            guard.__exit__(None, None, None)
         torch.set_default_device(None)
         torch.set_grad_enabled(True)
         torch.set_default_dtype(torch.float32)
@@ -642,6 +646,7 @@ def test_purity_reports_leaked_global_state() -> None:
     m = assert_reports(outcome, "purity", "default device (torch.set_default_device())", "torch")
     assert (repr(m.real), repr(m.fake)) == ("cpu (none set)", "meta")
     assert_reports(outcome, "purity", "dispatch TLS excluded keys", "torch")
+    assert guards and torch._C._dispatch_tls_local_exclude_set() == before
     for converter in CONVERTERS:
         assert_passes("purity", t, converter=converter)
 

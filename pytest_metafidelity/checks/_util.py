@@ -10,10 +10,18 @@ from typing import Any, Callable, Iterable
 UNKNOWN = type("UnknownHint", (), {"__repr__": lambda self: "<no hint>"})()
 
 
-def is_symbolic(x: Any) -> bool:
-    import torch
+_SYMBOLIC_TYPES: tuple[type, ...] = ()
 
-    return isinstance(x, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+def is_symbolic(x: Any) -> bool:
+    global _SYMBOLIC_TYPES
+    if type(x) is int:  # the common case, answered without torch
+        return False
+    if not _SYMBOLIC_TYPES:
+        import torch
+
+        _SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
+    return isinstance(x, _SYMBOLIC_TYPES)
 
 
 def hint(x: Any) -> Any:
@@ -36,6 +44,9 @@ def hint(x: Any) -> Any:
 
 
 def hints(xs: Iterable[Any]) -> tuple[Any, ...]:
+    xs = tuple(xs)
+    if all(type(x) is int for x in xs):  # no SymInt: nothing to look up
+        return xs
     return tuple(hint(x) for x in xs)
 
 
@@ -69,7 +80,10 @@ def safe(fn: Callable[[], Any], default: Any = None) -> Any:
 
 
 def is_view(t: Any) -> bool:
-    return bool(safe(lambda: t._is_view(), False))
+    try:  # not safe(): it is asked for every tensor by several checks
+        return bool(t._is_view())
+    except Exception:
+        return False
 
 
 def base_of(t: Any) -> Any:

@@ -204,17 +204,24 @@ def _read_field_by_field(t: Any, copies: dict[int, Any] | None) -> dict[str, Any
 def _state_queries() -> dict[str, Callable[[], Any]]:
     import torch
 
+    # Each empty stack is read without building Python objects for it.
     def functorch_stack() -> Any:
+        if torch._C._functorch.get_interpreter_stack() is None:
+            return ()
         from torch._functorch.pyfunctorch import retrieve_all_functorch_interpreters
 
         return tuple((str(i.key()), i.level()) for i in retrieve_all_functorch_interpreters())
 
     def dispatch_modes() -> Any:
+        if not torch._C._len_torch_dispatch_stack():
+            return ()
         from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
 
         return tuple(_Same(m) for m in _get_current_dispatch_mode_stack())
 
     def function_modes() -> Any:
+        if not torch._C._len_torch_function_stack():
+            return ()
         from torch.overrides import _get_current_function_mode_stack
 
         return tuple(_Same(m) for m in _get_current_function_mode_stack())

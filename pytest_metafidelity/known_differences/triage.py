@@ -5,6 +5,7 @@ that expected a difference that did not occur (see the package docstring)."""
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any, Callable, Iterable
 
 from .core import Case, KnownDifference, holds
@@ -30,7 +31,10 @@ class _CaseFacts:
             for t in tensors) else {}
 
     def allow(self, predicate: Callable[[Case], bool]) -> bool:
-        fact = getattr(predicate, "needs", None)
+        return self.has(getattr(predicate, "needs", None))
+
+    def has(self, fact: str | None) -> bool:
+        """Whether some tensor of the case has ``fact`` (None: no fact asked)."""
         if fact is None:
             return True
         if fact not in self.known:
@@ -50,24 +54,31 @@ class _Expectation:
     record: str | None  # what the conversion must have recorded for it to hold
 
 
+# By the fact some tensor of a case must have for them to hold (None: none).
+_Expectations = dict[str | None, list[_Expectation]]
+
+
 # (id of an _active list, the checks that ran) -> (that list, its expectations)
 _EXPECTATIONS: dict[tuple[int, frozenset[str]], tuple[list[KnownDifference],
-                                                      list[_Expectation]]] = {}
+                                                      _Expectations]] = {}
 
 
-def _expectations(active: list[KnownDifference], ran: frozenset[str]) -> list[_Expectation]:
-    """The entries of ``active`` some check of ``ran`` can observe: worked
-    out once per converter and set of checks, not for every case."""
+def _expectations(active: list[KnownDifference], ran: frozenset[str]) -> _Expectations:
+    """The entries of ``active`` some check of ``ran`` can observe, grouped
+    by the fact their predicate needs (``@needs``): worked out once per
+    converter and set of checks, not for every case."""
     key = (id(active), ran)
     found = _EXPECTATIONS.get(key)
     if found is None or found[0] is not active:
         if len(_EXPECTATIONS) > 256:
             _EXPECTATIONS.clear()
-        found = _EXPECTATIONS[key] = (active, [
-            _Expectation(e, "conversion" in e.checks,
-                         bool(getattr(e.applies, "family_wide", False)),
-                         getattr(e.applies, "reads_record", None))
-            for e in active if not ran.isdisjoint(e.checks)])
+        groups: _Expectations = {}
+        for e in active:
+            if not ran.isdisjoint(e.checks):
+                groups.setdefault(getattr(e.applies, "needs", None), []).append(_Expectation(
+                    e, "conversion" in e.checks, bool(getattr(e.applies, "family_wide", False)),
+                    getattr(e.applies, "reads_record", None)))
+        found = _EXPECTATIONS[key] = (active, groups)
     return found[1]
 
 
@@ -87,10 +98,9 @@ def _active(converter: str, entries: Iterable[KnownDifference]) -> list[KnownDif
 
     entries = tuple(entries)
     spec = CONVERTERS.get(converter)
-    key = (converter, id(spec), tuple(map(id, entries)))
+    key = (converter, id(spec), len(entries))
     found = _ACTIVE.get(key)
-    if found is None or found[0] is not spec or any(
-            a is not b for a, b in zip(found[1], entries)):
+    if found is None or found[0] is not spec or not all(map(operator.is_, found[1], entries)):
         if len(_ACTIVE) > 64:
             _ACTIVE.clear()
         found = _ACTIVE[key] = (spec, entries, [e for e in entries if e.active(converter)])
@@ -151,16 +161,20 @@ def triage(
     passing = []
     node_cases = [case(p, r) for p, r in family_nodes]
     facts = _CaseFacts((*family, *(r for _, r in family_nodes)))
-    for x in _expectations(entries, ran):
-        e = x.entry
-        if e.id in hit or (conversion_raised and x.needs_conversion):
-            continue
-        if x.record is not None and not getattr(conversion, x.record, None):
-            continue  # nothing recorded: it cannot hold
-        if not facts.allow(e.applies):
-            continue  # it needs a fact no tensor of the case has: it cannot hold
-        # A family-wide predicate holds for every node or for none.
-        judged = node_cases[:1] if x.family_wide else node_cases
-        if any(holds(e.applies, c) for c in judged):
-            passing.append(e.id)
+    for fact, expectations in _expectations(entries, ran).items():
+        if not facts.has(fact):
+            continue  # they need a fact no tensor of the case has: none can hold
+        for x in expectations:
+            e = x.entry
+            if e.id in hit or (conversion_raised and x.needs_conversion):
+                continue
+            if x.record is not None and not getattr(conversion, x.record, None):
+                continue  # nothing recorded: it cannot hold
+            # A family-wide predicate holds for every node or for none.
+            judged = node_cases[:1] if x.family_wide else node_cases
+            if any(holds(e.applies, c) for c in judged):
+                passing.append(e.id)
+    if len(passing) > 1:  # in the registry's order, as the groups do not keep it
+        found = set(passing)
+        passing = [e.id for e in entries if e.id in found]
     return Triage(unexplained, explained, passing, sorted(hit))
