@@ -370,3 +370,22 @@ def test_the_suite_finds_a_behaviour_bug_with_its_program(pytester: pytest.Pytes
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
     assert "[behaviour]" in out and "program = " in out and "checks=['behaviour']" in out
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake"])
+def test_a_no_grad_view_accumulating_grad_is_a_known_difference_of_every_converter(
+        converter: str) -> None:
+    # The real view made under no_grad gets no .grad from a backward; the
+    # converted one (meta tensors too, not only fakes) does.
+    x = torch.zeros(2, 3, requires_grad=True)
+    with torch.no_grad():
+        view = x[...]
+    program = Program.parse("t0.sum().abs().backward()\n", inputs=["t0"])
+    outcome = check_faithful(view, converters=[converter], checks=["behaviour"],
+                             program=program).outcomes[0]
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [i for i, _ in outcome.known] == ["behaviour-no-grad-view-accumulates-grad"]
+    strict = check_faithful(view, converters=[converter], checks=["behaviour"], program=program,
+                            strict=True).outcomes[0]
+    assert [(m.attribute, m.real, m.fake) for m in strict.mismatches] == [
+        ("grad is not None", False, True)]

@@ -144,25 +144,29 @@ _BEHAVIOUR_ENTRIES += [
         applies=_behaviour_recorded(
             "behaviour_differences",
             lambda d: d[0] == "grad is not None" and d[1] == "False" and d[2] == "True"),
-        converters=where(fake_tensors=True),
+        converters=where(functional=False),
         reason=(
-            "the fake of a view taken in no_grad (or inference) mode of a leaf requiring "
-            "grad is a leaf that accumulates .grad when a backward reaches it; the real view, "
-            "and the same view made directly under the FakeTensorMode, get no .grad"
+            "the converted view (a meta tensor or a fake) of a view taken in no_grad (or "
+            "inference) mode of a leaf requiring grad is a leaf that accumulates .grad when a "
+            "backward reaches it; the real view, and the same view made directly under the "
+            "FakeTensorMode, get no .grad"
         ),
         link=UNFILED,
         reproducer=(
             "import torch\n"
             "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch._subclasses.meta_utils import MetaConverter\n"
             "x = torch.zeros((), requires_grad=True)\n"
             "with torch.no_grad():\n"
             "    v = x.expand(3)\n"
             "mode = FakeTensorMode()\n"
             "f = mode.from_tensor(v)\n"
+            "m = MetaConverter()(v)\n"
             "v.sum().backward()\n"
             "with mode:\n"
             "    f.sum().backward()\n"
-            "assert v.grad is None and f.grad is not None\n"
+            "m.sum().backward()\n"
+            "assert v.grad is None and f.grad is not None and m.grad is not None\n"
         ),
     ),
 ]
