@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from .core import Case, KnownDifference, holds
 from .facts import FACTS
@@ -29,9 +29,6 @@ class _CaseFacts:
         self.known: dict[str, bool] = dict.fromkeys(_NOT_OF_PLAIN_TENSORS, False) if all(
             type(t) in plain and t.layout == torch.strided and not t.is_nested
             for t in tensors) else {}
-
-    def allow(self, predicate: Callable[[Case], bool]) -> bool:
-        return self.has(getattr(predicate, "needs", None))
 
     def has(self, fact: str | None) -> bool:
         """Whether some tensor of the case has ``fact`` (None: no fact asked)."""
