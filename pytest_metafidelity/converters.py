@@ -260,6 +260,14 @@ class DynamicFakeConverter(Converter):
         )
 
 
+def bytes_reached(shape: Any, stride: Any, offset: int, element_size: int) -> int:
+    """Bytes of storage a strided tensor of that geometry reaches, its offset
+    included (0 when it has no elements) -- ATen's computeStorageNbytes."""
+    if any(n == 0 for n in shape):
+        return 0
+    return (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * element_size
+
+
 def storage_too_small(t: Any) -> bool:
     """True when a strided tensor reaches past the end of its storage (e.g.
     after ``untyped_storage().resize_(0)``): reading its values crashes the
@@ -267,10 +275,10 @@ def storage_too_small(t: Any) -> bool:
     import torch
 
     try:
-        if t.layout != torch.strided or t.device.type == "meta" or t.numel() == 0:
+        if t.layout != torch.strided or t.device.type == "meta":
             return False
-        extent = t.storage_offset() + sum((n - 1) * s for n, s in zip(t.shape, t.stride())) + 1
-        return t.untyped_storage().nbytes() < extent * t.element_size()
+        return t.untyped_storage().nbytes() < bytes_reached(
+            t.shape, t.stride(), t.storage_offset(), t.element_size())
     except Exception:
         return False
 

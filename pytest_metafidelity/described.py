@@ -231,11 +231,11 @@ class _Describer:
         self.lines.append(
             f"{name} = {empty}.set_("
             f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
-        from .converters import storage_too_small
+        from .converters import bytes_reached, storage_too_small
 
         if storage_too_small(t):  # set_ needs the bytes: grown, shrunk back at the end
             sname = self.storages[key]
-            needed = _extent(t.shape, t.stride(), t.storage_offset()) * t.element_size()
+            needed = bytes_reached(t.shape, t.stride(), t.storage_offset(), t.element_size())
             self.shrunk.setdefault(sname, storage.nbytes())
             self.lines.insert(len(self.lines) - 1, f"{sname}.resize_(max({sname}.nbytes(), "
                                                    f"{needed}))")
@@ -359,13 +359,15 @@ class _Describer:
         it wraps, with its requires_grad; a view of one is as_strided of its
         functional base, in the strides of the value it wraps (functionalization
         materialises views: a view_copy of the base's value)."""
+        from .converters import bytes_reached
+
         torch = _torch()
         value = torch._from_functional_tensor(t)
         if t._is_view() and t._base is not None:
             base = self.tensor(t._base, f"{path}._base")
             room = torch._from_functional_tensor(t._base).untyped_storage().nbytes()
             stride = tuple(value.stride())
-            if _extent(value.shape, stride, 0) * value.element_size() > room:
+            if bytes_reached(value.shape, stride, 0, value.element_size()) > room:
                 stride = (0,) * value.dim()  # as many elements as the base has
             self.lines.append(f"{name} = {base}.as_strided({tuple(value.shape)}, {stride}, 0)")
             self.approximate(name, path, "the view op that made it (rebuilt as as_strided of "
@@ -456,14 +458,6 @@ def _seqlen(value: Any) -> int:
     """A nested tensor's cached min/max sequence length: an int, or a
     tensor holding it in its shape (torch's _store_val_in_tensor)."""
     return value if isinstance(value, int) else int(value.shape[0])
-
-
-def _extent(shape: Sequence[int], stride: Sequence[int], offset: int) -> int:
-    """How many elements from the storage's start a tensor of that geometry
-    reaches (0 when it has none)."""
-    if any(n == 0 for n in shape):
-        return 0
-    return offset + sum((n - 1) * st for n, st in zip(shape, stride)) + 1
 
 
 def _same_geometry(t: "torch.Tensor", u: "torch.Tensor") -> bool:

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..converters import bytes_reached
 from .facts import plain_strided, storage_key
 
 
 def reach(t: Any) -> int:
     """Bytes of storage a strided tensor reaches, its offset included (0 when
     it has no elements) -- ATen's computeStorageNbytes."""
-    if t.numel() == 0:
-        return 0
-    last = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
-    return (last + 1) * t.element_size()
+    return bytes_reached(t.shape, t.stride(), t.storage_offset(), t.element_size())
 
 
 def footprint(t: Any) -> Any:
