@@ -12,6 +12,7 @@ from .config import make_config
 from .kinds import Kind, all_kinds, available_kinds
 from .lazy import lazy
 from .recipe import Recipe, RecipeBuilder
+from .torch_errors import printable
 from .torch_notices import quiet_torch_notices
 
 if TYPE_CHECKING:
@@ -135,11 +136,8 @@ def _quiet_built(recipe: Recipe) -> tuple["torch.Tensor", ...]:
     # The user's test gets tensors torch can print: Hypothesis prints a
     # failing example, HypoFuzz every example.  A few bit-carrying views
     # cannot be printed (a neg view of float8: "neg_cpu" not implemented).
-    for t in tensors:
-        try:
-            repr(t)
-        except (NotImplementedError, RuntimeError):
-            reject()
+    if not all(printable(t) for t in tensors):
+        reject()
     return tensors
 
 

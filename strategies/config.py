@@ -16,6 +16,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
+from .torch_errors import printable
 from .torch_notices import quiet_torch_notices
 
 # Simplest first: sampled_from shrinks toward index 0.
@@ -69,9 +70,10 @@ def printable_dtypes() -> tuple[Any, ...]:
             # printer (float4_e2m1fn_x2 prints at shape (2,), not at () or
             # (0,)); HypoFuzz prints every example, not only failing ones.
             with quiet_torch_notices():
-                for shape in ((), (0,), (2,), (2, 3)):
-                    repr(torch.zeros(shape, dtype=dtype))
-        except Exception:
+                if not all(printable(torch.zeros(shape, dtype=dtype))
+                           for shape in ((), (0,), (2,), (2, 3))):
+                    continue
+        except Exception:  # torch.zeros itself: a dtype with no factory
             continue
         found.append(dtype)
     return tuple(found)

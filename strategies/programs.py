@@ -48,6 +48,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from .recipe import Recipe, recipe_of
+from .torch_errors import release_frames
 
 MAX_STEPS = 6
 # Names of the tensors a program makes: p0, p1, ... (recipes use t, s, ...).
@@ -160,30 +161,18 @@ def run_step(step: Step, namespace: dict[str, Any]) -> BaseException | None:
     of a bits dtype) leaves stale exclusions behind, applied when the
     traceback's frames are freed -- at the next garbage collection, long
     after the step, where they break unrelated examples (a later ``* 2``
-    that no longer requires grad).  So the traceback is dropped, and its
-    frames freed, inside a guard restoring the key sets."""
+    that no longer requires grad; see :mod:`.torch_errors`).  So the frames
+    are cleared and the traceback dropped inside a guard restoring the key
+    sets."""
     import torch
 
     with torch._C._PreserveDispatchKeyGuard():
         try:
             exec(compile(step.source, "<metafidelity program>", "exec"), namespace)
         except Exception as e:
-            _drop_tracebacks(e)
+            release_frames(e, drop_tracebacks=True)
             return e
     return None
-
-
-def _drop_tracebacks(e: BaseException) -> None:
-    """Free the frames ``e`` (and the exceptions it chains) hold on to."""
-    seen: set[int] = set()
-    stack: list[BaseException | None] = [e]
-    while stack:
-        x = stack.pop()
-        if x is None or id(x) in seen:
-            continue
-        seen.add(id(x))
-        x.__traceback__ = None
-        stack += [x.__context__, x.__cause__]
 
 
 # -- choices: one vocabulary, two drivers -------------------------------------------------

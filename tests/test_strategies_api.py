@@ -3,6 +3,7 @@ recipes attached to tensors, and shrinking toward the simplest tensor."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 
 import pytest
@@ -46,6 +47,88 @@ def test_meta_tensors_leaves_out_context_and_family_kinds() -> None:
     usable = available_kinds()
     assert all(not usable[k].needs_context and not usable[k].family for k in kinds)
     assert len(kinds) >= 10
+
+
+def _functorch_works() -> bool:
+    """Whether an op on a GradTrackingTensor inside a live grad level gives
+    a GradTrackingTensor, as functorch's transforms need."""
+    from torch._functorch.eager_transforms import grad_increment_nesting
+
+    fc = torch._C._functorch
+    with grad_increment_nesting():
+        with torch._C._DisableFuncTorch():
+            plain = torch.zeros(())
+        wrapped = fc._wrap_for_grad(plain, fc.current_level())
+        return bool(fc.is_gradtrackingtensor(wrapped * 2))
+
+
+def _failing_printer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make torch's tensor printer raise; returns the list of its failures."""
+    import torch._tensor_str as tensor_str
+
+    failures: list[str] = []
+
+    def raising(*args, **kwargs):
+        failures.append("raised")
+        raise RuntimeError("this tensor cannot be printed")
+
+    monkeypatch.setattr(tensor_str, "_str_intern", raising)
+    return failures
+
+
+def test_printable_leaves_functorch_enabled_when_printing_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pytest_metafidelity.strategies.torch_errors import printable
+
+    failures = _failing_printer(monkeypatch)
+    before = torch._C._dispatch_tls_local_exclude_set()
+    gc.disable()  # the guard must be released by printable(), not by a collection
+    try:
+        assert not printable(torch.zeros(2))
+        assert failures
+        assert torch._C._dispatch_tls_local_exclude_set() == before
+        assert _functorch_works()
+    finally:
+        gc.enable()
+    monkeypatch.undo()
+    assert printable(torch.zeros(2))
+
+
+def test_a_user_test_on_tensors_torch_cannot_print_leaves_functorch_enabled() -> None:
+    """meta_tensors() rejects tensors torch cannot print (a neg view of a
+    float8 tensor).  That used to leave functorch disabled on the thread
+    for the rest of the session: the printer's failure kept its
+    ``_DisableFuncTorch`` guard alive."""
+    import torch._tensor_str as tensor_str
+
+    failures: list[str] = []
+    printer = tensor_str._str_intern
+
+    def counting(*args, **kwargs):
+        try:
+            return printer(*args, **kwargs)
+        except Exception:
+            failures.append("raised")
+            raise
+
+    before = torch._C._dispatch_tls_local_exclude_set()
+    gc.disable()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(tensor_str, "_str_intern", counting)
+
+            @settings(max_examples=150, database=None, deadline=None, derandomize=True)
+            @given(meta_tensors(dtype=torch.float8_e4m3fn))
+            def users_test(t):
+                pass
+
+            users_test()
+        assert failures, "no example was a tensor torch cannot print: the test shows nothing"
+        assert torch._C._dispatch_tls_local_exclude_set() == before
+        assert _functorch_works()
+    finally:
+        gc.enable()
 
 
 @given(meta_tensors(kinds=["view", "sparse_csr"]))

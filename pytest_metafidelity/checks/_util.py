@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
+from ..strategies.torch_errors import release_frames
+
 # Returned by :func:`hint` for a SymInt whose value the ShapeEnv does not know
 # (unbacked): comparisons against it are skipped.
 UNKNOWN = type("UnknownHint", (), {"__repr__": lambda self: "<no hint>"})()
@@ -73,9 +75,14 @@ def same(a: Any, b: Any) -> bool:
 
 
 def safe(fn: Callable[[], Any], default: Any = None) -> Any:
+    """``fn()``, or ``default`` where it raises.  What the error's frames
+    hold is freed at once (a guard torch keeps in a local variable would
+    otherwise change this thread's dispatch keys at some later garbage
+    collection: :mod:`pytest_metafidelity.strategies.torch_errors`)."""
     try:
         return fn()
-    except Exception:
+    except Exception as e:
+        release_frames(e)
         return default
 
 

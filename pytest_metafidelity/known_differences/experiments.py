@@ -111,9 +111,12 @@ def dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
 def describe_with_data_fails(t: Any) -> bool:
     from torch._subclasses.meta_utils import MetaTensorDescriber
 
+    from ..strategies.torch_errors import release_frames
+
     desc = MetaTensorDescriber(copy_data=True).describe_tensor(t)
     try:
-        str(desc)
-    except Exception:
+        str(desc)  # prints the copied data: torch's printer may raise
+    except Exception as e:
+        release_frames(e)
         return True
     return False
