@@ -30,6 +30,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .strategies.recipe import Recipe
+from .strategies.torch_errors import release_frames
 
 if TYPE_CHECKING:
     import torch
@@ -135,6 +136,7 @@ class _Describer:
         try:
             self._describe(name, t, path)
         except Exception as e:  # a tensor whose metadata cannot be read
+            release_frames(e)
             self.lines.append(f"{name} = None  # not rebuilt")
             self.lack(name, path, f"a {type(t).__name__} whose metadata could not be read "
                                   f"({type(e).__name__}: {e})")

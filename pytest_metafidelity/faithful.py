@@ -43,6 +43,7 @@ from .checks import Conversion, InternalError, Mismatch, all_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
 from . import torch_caches
 from .reproducer import checked_reproducer, recipe_for, reproducer_source
+from .strategies.torch_errors import release_frames
 
 if TYPE_CHECKING:
     import torch
@@ -219,6 +220,7 @@ def check_faithful(
         recipe = recipe_for(tensors)
         names = recipe.outputs
     except Exception as e:  # a tensor the describer cannot read: no reproducer
+        release_frames(e)
         recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
     if program is not None:
         from .program_runs import as_program
@@ -307,6 +309,7 @@ def _one_converter(
         import traceback
 
         where = traceback.extract_tb(e.__traceback__)[-1]
+        release_frames(e)
         m = Mismatch(
             check="conversion", path=", ".join(names), attribute="raised",
             real="a converted tensor", fake=f"{type(e).__name__}: {e}",

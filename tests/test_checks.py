@@ -651,6 +651,43 @@ def test_purity_reports_leaked_global_state() -> None:
         assert_passes("purity", t, converter=converter)
 
 
+def test_a_conversion_that_raises_while_torch_prints_leaves_functorch_enabled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch's printer holds a guard disabling functorch in a local variable;
+    the traceback of a conversion that raised inside it must not keep that
+    guard (and so functorch disabled) alive after check_faithful returns."""
+    import gc
+
+    import torch._tensor_str as tensor_str
+
+    def unprintable(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("cannot print this tensor")
+
+    def crash_while_printing(conv: Any, real: Any, fake: Any) -> Any:
+        try:
+            repr(real)
+        except RuntimeError as printing:
+            # As torch's code often does: the error is a local of the frame
+            # it is raised from, a cycle only a garbage collection frees.
+            error = RuntimeError(f"the converter could not print the tensor: {printing}")
+            raise error
+        return fake
+
+    monkeypatch.setattr(tensor_str, "_str_intern", unprintable)
+    before = torch._C._dispatch_tls_local_exclude_set()
+    gc.disable()  # released by check_faithful itself, not by a collection
+    try:
+        with faulty("fake", crash_while_printing):
+            outcome = run("metadata", torch.randn(3))
+        assert outcome.status == FAILED and outcome.mismatches[0].check == "conversion", \
+            outcome.describe()
+        assert "cannot print this tensor" in outcome.mismatches[0].fake
+        assert torch._C._dispatch_tls_local_exclude_set() == before
+    finally:
+        gc.enable()
+
+
 def test_purity_reports_a_functional_tensor_whose_value_was_replaced() -> None:
     from pytest_metafidelity.checks.purity import FUNCTIONAL_VALUE
 

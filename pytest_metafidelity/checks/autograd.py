@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..strategies.torch_errors import release_frames
 from . import Conversion, Mismatch, check
 from ._util import base_of, is_view, related, safe
 
@@ -68,6 +69,7 @@ def backward_probe(t: Any) -> str | None:
             else:  # no leaf to accumulate into: a plain backward has no side effect
                 torch.autograd.backward(t, grad_tensors=grad_out)
     except Exception as e:
+        release_frames(e)
         return f"{type(e).__name__}: {e}"
     return None
 

@@ -24,6 +24,7 @@ import gc
 import weakref
 from typing import Any, Callable
 
+from ..strategies.torch_errors import release_frames
 from . import Conversion, Mismatch, check
 from ._util import related
 
@@ -44,6 +45,7 @@ def memo_check(conv: Conversion) -> list[Mismatch]:
             # are synced when described), which the purity check reports.
             continue
         except Exception as e:
+            release_frames(e)
             found.append(Mismatch(
                 check="memo", path=path, attribute="convert() again",
                 real="the same converted tensor", fake=f"raised {type(e).__name__}: {e}"))
@@ -119,6 +121,7 @@ def _released(conv: Conversion) -> list[Mismatch]:
     except (Unsupported, ConversionCrash):
         return []
     except Exception as e:
+        release_frames(e)
         return [Mismatch(
             check="memo", path=", ".join(conv.names), attribute="fresh converter",
             real="converts again", fake=f"raised {type(e).__name__}: {e}")]

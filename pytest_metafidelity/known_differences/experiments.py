@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..strategies.torch_errors import release_frames
 from .core import Case
 
 
@@ -85,6 +86,7 @@ def mismatch_signature(case: Case, *, cache: bool) -> frozenset:
                 for i in order:
                     fakes[i] = converter.convert(real[i])
             except Exception as e:
+                release_frames(e)
                 return frozenset({("conversion", ", ".join(names), "raised",
                                    f"{type(e).__name__}: {e}")})
             found = run_checks(Conversion(names, real, tuple(fakes), converter,
@@ -110,8 +112,6 @@ def dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
 
 def describe_with_data_fails(t: Any) -> bool:
     from torch._subclasses.meta_utils import MetaTensorDescriber
-
-    from ..strategies.torch_errors import release_frames
 
     desc = MetaTensorDescriber(copy_data=True).describe_tensor(t)
     try:
