@@ -49,8 +49,8 @@ import pytest  # noqa: E402
 
 @pytest.fixture(scope="session", autouse=True)
 def _long_lived_objects_frozen():
-    """What importing torch and the package made is never garbage: freezing
-    it keeps the collection after every test at microseconds."""
+    """What importing torch and the package made is never garbage: frozen,
+    the collection after each test looks only at what that test made."""
     import torch  # noqa: F401
 
     import pytest_metafidelity  # noqa: F401
@@ -70,6 +70,7 @@ def _leaves_torch_global_state_as_found(_long_lived_objects_frozen):
     left = _changed(before, read_state())
     gc.collect()
     collected = _changed(before, read_state())
+    gc.freeze()  # what outlived the test: the next test's collection skips it
     if left or collected:
         pytest.fail(
             "the test left torch's global state changed:\n  "
