@@ -70,7 +70,10 @@ def _failing_printer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     def raising(*args, **kwargs):
         failures.append("raised")
-        raise RuntimeError("this tensor cannot be printed")
+        # A local of the frame it is raised from, as torch's errors often
+        # are: a reference cycle that only a garbage collection frees.
+        error = RuntimeError("this tensor cannot be printed")
+        raise error
 
     monkeypatch.setattr(tensor_str, "_str_intern", raising)
     return failures
