@@ -79,12 +79,9 @@ def _leaves_torch_global_state_as_found(_long_lived_objects_frozen):
 
 
 def _changed(before: dict, after: dict) -> list[str]:
-    return [f"{key}: {before[key]!r} before, {after[key]!r} after"
-            for key in before if key in after and not _same(before[key], after[key])]
+    """What differs between two readings of torch's global state, compared
+    as the purity check compares them."""
+    from pytest_metafidelity.checks.purity import Snapshot, compare
 
-
-def _same(a, b) -> bool:
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
+    return [f"{m.attribute}: {m.real!r} before, {m.fake!r} after"
+            for m in compare(Snapshot([], before), Snapshot([], after))]
