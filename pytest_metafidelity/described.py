@@ -82,6 +82,8 @@ class _Describer:
         # id of a view tree's root -> that of the root it was detached from
         # (the two share one version counter)
         self.shared_version_counters: dict[int, int] = {}
+        # ids of views built requiring grad from a base that does not
+        self.grad_views: set[int] = set()
         self.counter = 0
 
     def fresh(self, prefix: str) -> str:
@@ -288,6 +290,7 @@ class _Describer:
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta
 
+        torch = _torch()
         base = self.tensor(t._base, f"{path}._base")
         source = _reinterpreted(base, t._base, t.dtype)
         made = f"{name} = {source}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
@@ -299,6 +302,15 @@ class _Describer:
             self.lines += ["with torch.no_grad():", "    " + made]
         elif "MULTI_OUTPUT_NODE" in how:  # made by unbind/split/chunk
             self.lines.append(made + ".unsqueeze(0).unbind(0)[0]  # a multi-output view")
+        elif (t.requires_grad and not t.is_leaf and not t._base.requires_grad
+              and type(t) is torch.Tensor):
+            # requires_grad_() was called on a view (a leaf) of a base that
+            # does not require grad, and t was made from that view: t is
+            # then a non-leaf whose _base is the root.  An alias of the
+            # base ([...]) stands in for that view.
+            self.lines.append(made.replace(
+                f"{source}.as_strided(", f"{source}[...].requires_grad_().as_strided(", 1))
+            self.grad_views.add(id(t))
         else:
             self.lines.append(made)
             if how and "DEFAULT" not in how:
@@ -449,7 +461,7 @@ class _Describer:
     def _requires_grad_as_built(self, t: "torch.Tensor") -> bool:
         """Whether the lines so far give ``t`` requires_grad: a view inherits
         it from its base (made under no_grad too: a leaf then)."""
-        if isinstance(t, _torch().nn.Parameter):
+        if isinstance(t, _torch().nn.Parameter) or id(t) in self.grad_views:
             return t.requires_grad
         if t._is_view() and t._base is not None and not t.is_inference():
             return t._base.requires_grad

@@ -85,6 +85,30 @@ def test_views_keep_their_base_and_no_grad_creation_and_non_leaves_their_history
     assert rc.is_conj() and torch.equal(rc.resolve_conj(), c.resolve_conj())
 
 
+def test_a_view_made_from_a_view_set_to_require_grad_keeps_its_history_and_base() -> None:
+    """requires_grad_() on a view of a base that does not require grad, then
+    a view of that view: a non-leaf whose _base (the root) does not require
+    grad -- rebuilt as such, not approximated, so the fake's broken autograd
+    after an in-place op (op:fake-in-place-op-breaks-view-autograd) shows in
+    the reproducer too."""
+    root = torch.arange(4.0).reshape(2, 2)
+    leaf_view = root.view_as(root)
+    leaf_view.requires_grad_()
+    t = leaf_view.t()[1:].view(-1)
+    recipe = describe_as_recipe([t])
+    assert not recipe.missing and not recipe.approximations, recipe.approximations
+    [r] = recipe.build()
+    assert (r.requires_grad, r.is_leaf, r._is_view()) == (True, False, True)
+    assert r._base is not None and not r._base.requires_grad
+    assert (r.shape, r.stride(), r.storage_offset()) == (t.shape, t.stride(), t.storage_offset())
+    assert torch.equal(r.detach(), t.detach())
+    program = "with torch.inference_mode():\n    t0.set_()"
+    result = check_faithful(t, converters=["fake"], checks=["behaviour"], program=program)
+    assert [o.known for o in result.outcomes] and {
+        entry for o in result.outcomes for entry, _ in o.known} >= {
+        "op:fake-in-place-op-breaks-view-autograd"}, result.outcomes
+
+
 @pytest.mark.parametrize("make", [
     lambda: torch.view_as_real(torch.randn((), dtype=torch.complex64)),  # a 0-dim base
     lambda: torch.view_as_real(torch.randn(3, 2, dtype=torch.complex128)[:, 1]),
