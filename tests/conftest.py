@@ -85,3 +85,32 @@ def _changed(before: dict, after: dict) -> list[str]:
 
     return [f"{m.attribute}: {m.real!r} before, {m.fake!r} after"
             for m in compare(Snapshot([], before), Snapshot([], after))]
+
+
+# The distribution, built once per session (tests/test_packaging.py,
+# tests/test_workflow.py's install steps).
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# Build outputs and environments of this checkout: a wheel built next to a
+# stale build/ would ship modules that no longer exist.
+NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",
+                                     ".hypothesis", ".pytest_cache", "metafidelity-reproducers")
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    source = tmp_path_factory.mktemp("source") / "project"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(out), str(source)],
+        check=True,
+    )
+    (path,) = out.glob("pytest_metafidelity-*.whl")
+    return path
+

@@ -2,35 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[1]
-
-
-# Build outputs and environments of this checkout: a wheel built next to a
-# stale build/ would ship modules that no longer exist.
-NOT_SOURCES = shutil.ignore_patterns(".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__",
-                                     ".hypothesis", ".pytest_cache", "metafidelity-reproducers")
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    source = tmp_path_factory.mktemp("source") / "project"
-    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
-    out = tmp_path_factory.mktemp("wheel")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(out), str(source)],
-        check=True,
-    )
-    (path,) = out.glob("pytest_metafidelity-*.whl")
-    return path
 
 
 def test_wheel_maps_strategies_under_the_package(wheel: Path) -> None:

@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -131,6 +132,41 @@ def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any],
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run(["bash", "-euo", "pipefail", "-c", _evaluate(step["run"], matrix)],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+# Neither is reachable from here: PyTorch's index of CPU wheels, and
+# pytest-metafidelity on PyPI (not published yet).
+PYTORCH_CPU_INDEX = "--extra-index-url https://download.pytorch.org/whl/cpu "
+PACKAGE = re.compile(r'"pytest-metafidelity\[([\w,]+)\]"')
+
+
+def test_every_jobs_install_step_resolves_here(wheel: Path) -> None:
+    """Each job's ``pip install`` line as pip resolves it here
+    (``--dry-run``, into this environment): the package from this
+    checkout's wheel instead of PyPI, with the extras the line asks for, and
+    without PyTorch's CPU index, which only makes pip pick torch's smaller
+    CPU build."""
+    steps = [(name, job, step) for name, job, step in _steps() if "pip install" in step["run"]]
+    assert {name for name, _, _ in steps} == set(WORKFLOW["jobs"])
+    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    extras = {line.split(":", 1)[1].strip()
+              for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+              if line.startswith("Provides-Extra:")}
+    for name, job, step in steps:
+        matrix = {k: v[0] for k, v in job.get("strategy", {}).get("matrix", {}).items()}
+        script = _evaluate(step["run"], matrix)
+        asked = PACKAGE.findall(script)
+        assert asked and set(",".join(asked).split(",")) <= extras, (name, asked, extras)
+        local = PACKAGE.sub(lambda m: f'"pytest-metafidelity[{m.group(1)}] @ {wheel.as_uri()}"',
+                            script.replace(PYTORCH_CPU_INDEX, ""))
+        local = local.replace("pip install ", "pip install --dry-run ", 1)
+        env = {**os.environ, **_env(job, step, matrix)}
+        env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
+        done = subprocess.run(["bash", "-euo", "pipefail", "-c", local], env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, (name, local, done.stdout[-3000:], done.stderr[-3000:])
+        assert "Would install" in done.stdout and "pytest-metafidelity" in done.stdout, (
+            name, done.stdout[-3000:])
 
 
 def test_workflow_commands_run_here(tmp_path: Path) -> None:
