@@ -1,7 +1,8 @@
 """Torch's notices about experimental dtypes and beta layouts, kept quiet.
 
-Our strategies build complex32 tensors, sparse compressed layouts and
-tensors whose sparse invariants are not checked on purpose; torch warns about
+Our strategies build complex32 tensors, sparse compressed layouts,
+tensors whose sparse invariants are not checked and zero-stride tensors whose
+grads do not obey the gradient layout contract, on purpose; torch warns about
 each the first time.  Those notices are about our choices, not the user's
 code, so drawing and building tensors (and the suite) run with them ignored
 -- inside ``warnings.catch_warnings``, so the process's warning filters are
@@ -18,6 +19,8 @@ TORCH_NOTICES = (
     "ComplexHalf support is experimental",
     "Sparse invariant checks are implicitly disabled",
     r"Sparse \w+ tensor support is in beta state",
+    # backward into a grad with the zero strides our tensors have on purpose
+    "grad and param do not obey the gradient layout contract",
 )
 
 

@@ -4,6 +4,9 @@ recipes attached to tensors, and shrinking toward the simplest tensor."""
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
+import textwrap
 from collections import Counter
 
 import pytest
@@ -349,3 +352,31 @@ def test_user_tests_record_no_torch_notice_about_dtypes_or_layouts(
     for notice in ("ComplexHalf support is experimental", "beta state",
                    "Sparse invariant checks are implicitly disabled"):
         assert notice not in text
+
+
+GRAD_LAYOUT_NOTICE = textwrap.dedent("""
+    import warnings, torch
+    from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_torch_notices() if QUIET else warnings.catch_warnings():
+            p = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0)).requires_grad_()
+            p.grad = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0))
+            (p * 1).sum().backward()
+    print(sorted({str(w.message).split(".")[0] for w in seen}))
+""")
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_torch_notice_about_the_zero_stride_grads_we_build_is_quiet_in_the_suite(quiet: bool
+                                                                                  ) -> None:
+    """The suite's behaviour programs run backward on zero-stride tensors
+    on purpose; torch's notice about their grads' layout (once per process,
+    hence a fresh one) is ours, not the user's, and kept out of the run."""
+    done = subprocess.run([sys.executable, "-c", f"QUIET = {quiet}\n" + GRAD_LAYOUT_NOTICE],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = done.stdout.strip().splitlines()[-1]
+    assert seen == ("[]" if quiet else
+                    "['grad and param do not obey the gradient layout contract']"), seen
+
