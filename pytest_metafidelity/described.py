@@ -290,9 +290,16 @@ class _Describer:
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         from .checks.autograd import creation_meta
 
-        torch = _torch()
         base = self.tensor(t._base, f"{path}._base")
         source = _reinterpreted(base, t._base, t.dtype)
+        if (t.requires_grad and not t.is_leaf and not t._base.requires_grad
+                and type(t) is _torch().Tensor):
+            # requires_grad_() was called on a view (a leaf) of a base that
+            # does not require grad, and t was made from that view: t is
+            # then a non-leaf whose _base is the root.  An alias of the
+            # base ([...]) stands in for that view.
+            source = f"{source}[...].requires_grad_()"
+            self.grad_views.add(id(t))
         made = f"{name} = {source}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
                f"{t.storage_offset()})"
         how = str(creation_meta(t) or "")
@@ -302,15 +309,6 @@ class _Describer:
             self.lines += ["with torch.no_grad():", "    " + made]
         elif "MULTI_OUTPUT_NODE" in how:  # made by unbind/split/chunk
             self.lines.append(made + ".unsqueeze(0).unbind(0)[0]  # a multi-output view")
-        elif (t.requires_grad and not t.is_leaf and not t._base.requires_grad
-              and type(t) is torch.Tensor):
-            # requires_grad_() was called on a view (a leaf) of a base that
-            # does not require grad, and t was made from that view: t is
-            # then a non-leaf whose _base is the root.  An alias of the
-            # base ([...]) stands in for that view.
-            self.lines.append(made.replace(
-                f"{source}.as_strided(", f"{source}[...].requires_grad_().as_strided(", 1))
-            self.grad_views.add(id(t))
         else:
             self.lines.append(made)
             if how and "DEFAULT" not in how:

@@ -10,7 +10,14 @@ Hypothesis rather than weakening any assertion.  Pick another profile with
 ``HYPOTHESIS_PROFILE=dev``.
 """
 
+import gc
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 from hypothesis import HealthCheck, settings
 
@@ -41,11 +48,6 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 # each test is held to the snapshot of torch's global state that the
 # ``purity`` check compares, when it ends and again once its garbage is
 # collected: the test that leaked is the one that errors, naming what it left.
-
-import gc  # noqa: E402
-
-import pytest  # noqa: E402
-
 
 @pytest.fixture(scope="session", autouse=True)
 def _long_lived_objects_frozen():
@@ -87,12 +89,8 @@ def _changed(before: dict, after: dict) -> list[str]:
             for m in compare(Snapshot([], before), Snapshot([], after))]
 
 
-# The distribution, built once per session (tests/test_packaging.py,
-# tests/test_workflow.py's install steps).
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
+# -- the distribution, built once per session (tests/test_packaging.py,
+# tests/test_workflow.py's install steps) -------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 # Build outputs and environments of this checkout: a wheel built next to a

@@ -102,6 +102,10 @@ def test_a_view_made_from_a_view_set_to_require_grad_keeps_its_history_and_base(
     assert r._base is not None and not r._base.requires_grad
     assert (r.shape, r.stride(), r.storage_offset()) == (t.shape, t.stride(), t.storage_offset())
     assert torch.equal(r.detach(), t.detach())
+    # The same through a multi-output view op (unbind): its creation too.
+    [u] = describe_as_recipe([leaf_view.unbind(0)[1]]).build()
+    assert (u.requires_grad, u.is_leaf, u._base.requires_grad) == (True, False, False)
+    assert str(torch._C._autograd._get_creation_meta(u)).endswith("MULTI_OUTPUT_NODE")
     program = "with torch.inference_mode():\n    t0.set_()"
     result = check_faithful(t, converters=["fake"], checks=["behaviour"], program=program)
     assert [o.known for o in result.outcomes] and {

@@ -368,11 +368,12 @@ GRAD_LAYOUT_NOTICE = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("quiet", [False, True])
-def test_torch_notice_about_the_zero_stride_grads_we_build_is_quiet_in_the_suite(quiet: bool
-                                                                                  ) -> None:
+def test_torch_notice_about_the_zero_stride_grads_we_build_is_among_the_quieted(quiet: bool
+                                                                                 ) -> None:
     """The suite's behaviour programs run backward on zero-stride tensors
-    on purpose; torch's notice about their grads' layout (once per process,
-    hence a fresh one) is ours, not the user's, and kept out of the run."""
+    on purpose (inside quiet_torch_notices(), as every suite example runs);
+    torch's notice about their grads' layout (once per process, hence a
+    fresh one) is ours, not the user's, and kept out of the run."""
     done = subprocess.run([sys.executable, "-c", f"QUIET = {quiet}\n" + GRAD_LAYOUT_NOTICE],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
