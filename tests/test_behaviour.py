@@ -325,8 +325,10 @@ def test_an_unchecked_storage_bound_the_control_may_check_is_a_known_difference(
 
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
+    # Derandomized, CI or not: with a random seed Hypothesis' shrinker stops
+    # at "t0.t_()\nt0.add_(1)" in about 1 run of 12.
     smallest = find(programs((t,)), lambda p: any(s.op == "add_" for s in p.steps),
-                    settings=settings(max_examples=500, database=None))
+                    settings=settings(max_examples=500, database=None, derandomize=True))
     assert smallest.source == "t0.add_(1)"
     with pytest.raises(Exception, match="max_steps=0"):
         programs((t,), max_steps=0).example()
