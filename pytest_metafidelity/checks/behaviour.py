@@ -7,6 +7,9 @@ views, in-place ops, autograd, under no_grad / inference_mode /
 enable_grad) on both sides in lockstep and, after every step, requires:
 
 * the step raised on both sides or on neither, with the same exception class;
+  a step that runs past :data:`.step_time_limit.STEP_TIME_LIMIT_S` on one
+  side is stopped there and reported as ``timed out`` (where it was stopped,
+  real vs fake), not left to hang the example;
 * for every live tensor (the tensors under test and the tensors the program
   made, with what they reach), the fields the ``oracle`` and ``aliasing``
   checks compare -- their own code runs on the live tensors -- including,
@@ -46,8 +49,12 @@ from typing import Any, Iterator, Sequence
 
 from . import Conversion, Mismatch, check
 from ._util import walk_real
+from .step_time_limit import StepTimeout
 
 CHECK = "behaviour"
+# The attribute of a step that ran past the step time limit on one side
+# (:mod:`.step_time_limit`) and not on the other.
+TIMED_OUT = "timed out"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,10 +91,12 @@ class Side:
 
     def run(self, step: Any) -> BaseException | None:
         from ..strategies.programs import run_step
+        from . import step_time_limit
 
         with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
-            return run_step(step, self.namespace)
+            return step_time_limit.run_within(step_time_limit.STEP_TIME_LIMIT_S,
+                                              lambda: run_step(step, self.namespace))
 
 
 @contextlib.contextmanager
@@ -282,8 +291,12 @@ class Lockstep:
         found: list[Mismatch] = []
         if not same_error(raised_real, raised_other):
             # What differs afterwards follows from it: the step is the difference.
+            # One side stopped at the step time limit: not an error of its own
+            # (whether the control "differs the same way" asks whether it timed out too).
+            stopped = isinstance(raised_real, StepTimeout) or isinstance(raised_other, StepTimeout)
             return [Mismatch(
-                check=CHECK, path=step.output or "*", attribute="raised",
+                check=CHECK, path=step.output or "*",
+                attribute=TIMED_OUT if stopped else "raised",
                 real=_raised(raised_real), fake=_raised(raised_other))]
         out = step.output
         if out is not None:

@@ -398,4 +398,62 @@ _BEHAVIOUR_ENTRIES += [
     ),
 ]
 
+def behaviour_step_stuck_in_implications(d: tuple) -> bool:
+    """A recorded step that ran past the step time limit on the converted
+    side only, stopped inside ``ShapeEnv.get_implications``."""
+    return (d[0] == "timed out" and not d[1].startswith("StepTimeout")
+            and d[2].startswith("StepTimeout") and "ShapeEnv.get_implications" in d[2])
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-view-guard-explodes",
+    check="behaviour",
+    attribute=r"timed out",
+    applies=_behaviour_recorded("behaviour_differences", behaviour_step_stuck_in_implications),
+    converters=where(symbolic=True),
+    reason=(
+        "view(-1) (a view collapsing dimensions) of a fake with symbolic sizes whose strides "
+        "do not allow it: _collapse_view_helper asks guard_or_false of an And of Ors over the "
+        "size symbols, and ShapeEnv.get_implications puts it and its negation in conjunctive "
+        "normal form with sympy's to_cnf, which grows exponentially -- the step runs for "
+        "minutes where eager raises 'view size is not compatible' at once.  Seen with four "
+        "or more dimensions whose sizes are distinct symbols and strides are all at least 2; "
+        "the check stops the step at its time limit"
+    ),
+    link=UNFILED,
+    related=("https://github.com/sympy/sympy/issues/9921",),
+    reproducer=(
+        "import signal\n"
+        "import torch\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+        "t = torch.empty_strided((4, 3, 4, 4), (6, 3, 2, 2), dtype=torch.int32)\n"
+        "try:\n"
+        "    t.view(-1)\n"
+        "except RuntimeError as e:\n"
+        "    assert 'view size is not compatible' in str(e)\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv(), static_shapes=False)\n"
+        "f = mode.from_tensor(t, source=ConstantSource('t'))\n"
+        "class Stopped(BaseException):\n"
+        "    pass\n"
+        "def stop(*_):\n"
+        "    raise Stopped\n"
+        "previous = signal.signal(signal.SIGALRM, stop)\n"
+        "signal.setitimer(signal.ITIMER_REAL, 3)\n"
+        "try:\n"
+        "    with mode:\n"
+        "        f.view(-1)\n"
+        "except Stopped:\n"
+        "    pass  # still working after 3 s\n"
+        "except Exception as e:\n"
+        "    raise AssertionError(f'finished: {e}')\n"
+        "else:\n"
+        "    raise AssertionError('viewed')\n"
+        "finally:\n"
+        "    signal.setitimer(signal.ITIMER_REAL, 0)\n"
+        "    signal.signal(signal.SIGALRM, previous)\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
