@@ -142,6 +142,10 @@ def _dead_pid() -> int:
 
 SEGFAULT_REPORT = """Fatal Python error: Segmentation fault
 
+Thread 0x00007eff (most recent call first):
+  File "/x/pytest_metafidelity/checks/step_time_limit.py", line 129 in _watch
+  File "/usr/lib/python3.11/threading.py", line 982 in run
+
 Thread 0x00007f00 (most recent call first):
   File "/usr/lib/python3.11/threading.py", line 320 in wait
 
@@ -164,6 +168,7 @@ def test_classify_a_dead_process(faults, returncode, expected) -> None:
 
 def test_last_frames_are_those_of_the_thread_running_the_example() -> None:
     frames = crashes.last_frames(SEGFAULT_REPORT)
+    # (not the behaviour check's step-limit watchdog, a thread of ours too)
     assert frames.startswith("Current thread 0x00007f01")
     assert "meta_utils.py" in frames and "threading.py" not in frames
 

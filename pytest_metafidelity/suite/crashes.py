@@ -57,13 +57,20 @@ def classify(faults: str, returncode: int | None) -> tuple[str, str | None, int 
 def last_frames(faults: str) -> str:
     """The frames of the thread that was running the example: the first
     thread block that passes through this package (else the first block),
-    most recent call first, at most MAX_FRAMES lines."""
+    most recent call first, at most MAX_FRAMES lines.  The behaviour
+    check's step-limit watchdog is a thread of this package too, never the
+    one running the example."""
     blocks = re.split(r"\n(?=(?:Current thread|Thread) 0x)", faults.strip())
     if not blocks or not blocks[0]:
         return ""
-    ours = [b for b in blocks if "pytest_metafidelity" in b]
+    ours = [b for b in blocks if "pytest_metafidelity" in b and not _step_watchdog(b)]
     chosen = (ours or blocks)[0].splitlines()
     return "\n".join(chosen[: MAX_FRAMES + 1])
+
+
+def _step_watchdog(block: str) -> bool:
+    """The thread block of :mod:`..checks.step_time_limit`'s watchdog."""
+    return re.search(r'step_time_limit\.py", line \d+ in _watch$', block, re.M) is not None
 
 
 def describe(record: dict[str, Any]) -> str:
