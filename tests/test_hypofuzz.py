@@ -178,10 +178,12 @@ def test_a_failure_hypofuzz_finds_is_replayed_first_by_pytest(tmp_path: Path) ->
 
     shared = tmp_path / "shared-db"
     env = _clean_env(METAFIDELITY_DATABASE=str(shared))
-    # (A worker may die shrinking its first failure: see the README.)
     found, output, _ = _fuzz_until(lambda found: any(r["failures"] for r in found.values()),
                                    FAULTY_ARGS, tmp_path, env, first_look=20)
     assert any(r["failures"] for r in found.values()), (found, output[-3000:])
+    # The worker shrank it and lived: with the Hypothesis the [fuzz] extra
+    # allows (see pyproject.toml), not hypofuzz 25.11.1's AttributeError.
+    assert "Traceback (most recent call last)" not in output, output[-3000:]
 
     replay = _one_example(tmp_path, shared)
     assert replay.returncode == 1, replay.stdout[-3000:]
