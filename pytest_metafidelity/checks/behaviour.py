@@ -47,9 +47,8 @@ import contextlib
 import dataclasses
 from typing import Any, Iterator, Sequence
 
-from . import Conversion, Mismatch, check
+from . import Conversion, Mismatch, check, step_time_limit
 from ._util import walk_real
-from .step_time_limit import StepTimeout
 
 CHECK = "behaviour"
 # The attribute of a step that ran past the step time limit on one side
@@ -91,7 +90,6 @@ class Side:
 
     def run(self, step: Any) -> BaseException | None:
         from ..strategies.programs import run_step
-        from . import step_time_limit
 
         with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
@@ -293,7 +291,8 @@ class Lockstep:
             # What differs afterwards follows from it: the step is the difference.
             # One side stopped at the step time limit: not an error of its own
             # (whether the control "differs the same way" asks whether it timed out too).
-            stopped = isinstance(raised_real, StepTimeout) or isinstance(raised_other, StepTimeout)
+            stopped = any(isinstance(e, step_time_limit.StepTimeout)
+                          for e in (raised_real, raised_other))
             return [Mismatch(
                 check=CHECK, path=step.output or "*",
                 attribute=TIMED_OUT if stopped else "raised",
