@@ -111,4 +111,3 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (path,) = out.glob("pytest_metafidelity-*.whl")
     return path
-

@@ -116,9 +116,8 @@ def test_hypothesis_fuzz_runs_suite_items_and_user_tests(tmp_path: Path) -> None
         lambda found: len(found) == 3 and all(r["examples"] > 0 for r in found.values()),
         args, tmp_path, env, first_look=40)
     if exited or any(r["failures"] or r["fatal"] for r in found.values()):
-        # HypoFuzz found something (its worker may die shrinking it: see the
-        # README) -- make it readable: the suite replays a failure HypoFuzz
-        # saved for one of its items first.
+        # HypoFuzz found something -- make it readable: the suite replays a
+        # failure HypoFuzz saved for one of its items first.
         replay = subprocess.run(
             [sys.executable, "-m", "pytest", *SUITE_ARGS, "--metafidelity-examples=1"],
             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)

@@ -380,4 +380,3 @@ def test_torch_notice_about_the_zero_stride_grads_we_build_is_among_the_quieted(
     seen = done.stdout.strip().splitlines()[-1]
     assert seen == ("[]" if quiet else
                     "['grad and param do not obey the gradient layout contract']"), seen
-

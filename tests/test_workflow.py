@@ -148,9 +148,10 @@ def test_every_jobs_install_step_resolves_here(wheel: Path) -> None:
     CPU build."""
     steps = [(name, job, step) for name, job, step in _steps() if "pip install" in step["run"]]
     assert {name for name, _, _ in steps} == set(WORKFLOW["jobs"])
-    metadata = next(n for n in zipfile.ZipFile(wheel).namelist() if n.endswith(".dist-info/METADATA"))
+    archive = zipfile.ZipFile(wheel)
+    metadata = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
     extras = {line.split(":", 1)[1].strip()
-              for line in zipfile.ZipFile(wheel).read(metadata).decode().splitlines()
+              for line in archive.read(metadata).decode().splitlines()
               if line.startswith("Provides-Extra:")}
     for name, job, step in steps:
         matrix = {k: v[0] for k, v in job.get("strategy", {}).get("matrix", {}).items()}
