@@ -9,6 +9,7 @@ from typing import Any, Iterator
 import pytest
 import torch
 
+from pytest_metafidelity import check_faithful
 from pytest_metafidelity.checks import Conversion
 from pytest_metafidelity.checks._util import walk_real
 from pytest_metafidelity.converters import make_converter
@@ -144,3 +145,25 @@ def test_meta_carried_storage_short_of_reach_holds_for_a_view_past_an_empty_alia
     whole = convert("fake-real", torch.zeros(3, device="meta").as_strided((), (), 2))
     assert whole.fake(0).untyped_storage().nbytes() == 12
     assert not meta_carried_storage_short_of_reach(whole.case("t0"))
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+@pytest.mark.parametrize("converter", ["fake-dynamic", "refake-fresh"])
+def test_a_zero_element_functional_tensor_at_an_offset_is_judged_exactly(
+        device: str, converter: str) -> None:
+    """The closing resize_(0) of a zero-byte storage raises on a functional
+    storage, except on the meta device, where it empties the storage: both
+    functional storage-size entries hold exactly where torch shows their
+    difference (the meta case was reported 'unexpectedly passing')."""
+    storage = torch.arange(4, dtype=torch.float64, device=device).untyped_storage()
+    inner = torch.empty(0, dtype=torch.float64, device=device).set_(storage, 1, (0, 4), (5, 1))
+    wrapper = torch._to_functional_tensor(inner.diagonal(1, 0, 1))
+    assert wrapper.untyped_storage().nbytes() == 0
+
+    (outcome,) = check_faithful(wrapper, converters=[converter]).outcomes
+    assert outcome.unexpectedly_passing == []
+    if device == "meta":
+        assert outcome.status == "passed", outcome.describe()
+    else:
+        assert outcome.status == "known-difference", outcome.describe()
+        assert {entry for entry, _ in outcome.known} == {"dynamic-functional-zero-byte-resize"}

@@ -353,11 +353,17 @@ def functional_dynamic_storage_from_inner(case: Case) -> bool:
     fake = resolve(case.conversion, case.path, fake=True)
     if fake is None or not safe(lambda: bool(torch._is_functional_tensor(fake)), False):
         return False
+    real_nbytes = t.untyped_storage().nbytes()
+    if real_nbytes == 0:
+        # meta_tensor's closing resize_(0) of a zero-byte storage: it raises
+        # (dynamic-functional-zero-byte-resize) or, on the meta device, empties
+        # the wrapper's storage too.
+        return False
     inner = torch._from_functional_tensor(fake)
     if not has_symbolic(inner):
         return False
     n = inner.untyped_storage().nbytes()
-    return not is_symbolic(n) and n != t.untyped_storage().nbytes()
+    return not is_symbolic(n) and n != real_nbytes
 
 
 ENTRIES.append(KnownDifference(
@@ -397,13 +403,16 @@ def functional_zero_byte_resize(case: Case) -> bool:
     at an offset): the converted wrapper's storage takes the wrapped
     storage's size (dynamic-functional-storage-size), and meta_tensor's
     closing resize_(0) of a zero-byte storage fails on the functional
-    storage."""
+    storage -- except on the meta device, whose storages resize without
+    that check."""
     import torch
 
     from ...checks._util import safe
 
     def raises(t: Any) -> bool:
         if not safe(lambda: bool(torch._is_functional_tensor(t)), False) or t.numel() != 0:
+            return False
+        if t.is_meta:
             return False
         if t.untyped_storage().nbytes() != 0:
             return False
@@ -426,7 +435,8 @@ ENTRIES.append(KnownDifference(
         "storage, but with a ShapeEnv its converted wrapper's storage takes the wrapped "
         "tensor's storage size (dynamic-functional-storage-size) -- not zero for a tensor "
         "installed with set_ at an offset -- and resizing a functional storage raises "
-        "'RuntimeError: Attempted to call resize_() on an invalid python storage'"
+        "'RuntimeError: Attempted to call resize_() on an invalid python storage' "
+        "(not on the meta device, whose storages resize without that check)"
     ),
     link=UNFILED,
     reproducer=(

@@ -99,6 +99,8 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
 
     def differs() -> frozenset:
         on = mismatch_signature(case, cache=True)
+        if not on:  # nothing found with the cache on: nothing the cache made
+            return frozenset()
         off = mismatch_signature(case, cache=False)
         return frozenset(path for _, path, _, _ in on - off)
 
