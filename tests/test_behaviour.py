@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from pytest_metafidelity import FidelityError, assert_faithful, check_faithful
+from pytest_metafidelity.checks import Mismatch
 from pytest_metafidelity.checks.behaviour import StepMismatch
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 from pytest_metafidelity.known_differences import op_differences
@@ -321,6 +322,31 @@ def test_an_unchecked_storage_bound_the_control_may_check_is_a_known_difference(
     # Which one depends on whether the control checked the bound this time.
     assert ids <= {"behaviour-static-storage-bounds-unchecked", "op:view-unchecked-storage-bounds"}
     assert ids, outcome.describe()
+
+
+def test_a_cached_zero_element_view_at_an_offset_is_a_known_difference() -> None:
+    # The dispatch cache serves reshape((0,)) after view(-1) with a tensor
+    # made by empty_strided: another storage, and storage offset 0 where eager
+    # keeps 1.  Found by a fidelity run: storage_offset() was unexplained.
+    (t,) = built("t0 = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 1, (0, 0), (0, 0))",
+                 "t1 = t0.view(-1)", outputs=("t1",))
+    outcome = behaviour(t, program="p0 = t1.view(-1)\np1 = t1.reshape((0,))", converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {(m.path, m.attribute) for _, m in outcome.known} >= {
+        ("p1", "storage identity"), ("p1", "storage_offset()")}
+    assert {entry_id for entry_id, _ in outcome.known} == {
+        "behaviour-zero-element-view-dispatch-cache"}
+
+
+def test_a_storage_offset_of_a_view_that_stays_a_view_is_not_the_cache_difference() -> None:
+    entry = next(e for e in op_differences.registry() if e.id == "zero-element-view-dispatch-cache")
+    offset = Mismatch("behaviour", "p1", "storage_offset()", 1, 0)
+    moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
+                     "shared with nothing")
+    assert entry.explains("p1 = t1.reshape((0,))", offset, [offset, moved])
+    assert not entry.explains("p1 = t1.reshape((0,))", offset, [offset])
+    inward = Mismatch("behaviour", "p1", "storage_offset()", 0, 1)
+    assert not entry.explains("p1 = t1.reshape((0,))", inward, [inward, moved])
 
 
 def test_programs_shrink_to_one_simple_step() -> None:

@@ -46,7 +46,7 @@ DEGENERATE_STRIDES_REPRODUCER = (
 class OpDifference:
     id: str
     statement: str  # regular expression searched for in the step's source (with its context)
-    attribute: str  # regular expression, full match against every differing attribute
+    attribute: str  # regular expression, full match against the differing attribute
     reason: str
     link: str  # the upstream issue, BY_DESIGN or UNFILED
     # None: every converter; else a selection by capability (converters.where)
@@ -54,8 +54,9 @@ class OpDifference:
     since: str | None = None
     until: str | None = None
     reproducer: str = ""
-    # Optional: holds for the step's mismatches (``real``/``fake`` sides).
-    applies: Callable[[Sequence[Any]], bool] | None = None
+    # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
+    # mismatch of the step at the same path.
+    applies: Callable[[Any, Sequence[Any]], bool] | None = None
 
     def active(self, converter: str, version: Any = None) -> bool:
         from . import version_in_range
@@ -64,24 +65,25 @@ class OpDifference:
             return False
         return version_in_range(version, self.since, self.until)
 
-    def explains(self, statement: str, mismatches: Sequence[Any]) -> bool:
+    def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = ()) -> bool:
+        """Whether this entry explains ``mismatch`` of the step ``statement``;
+        ``same_path``: the step's mismatches at its path (itself included)."""
         if re.search(self.statement, statement) is None:
             return False
-        if not all(re.fullmatch(self.attribute, m.attribute) for m in mismatches):
+        if re.fullmatch(self.attribute, mismatch.attribute) is None:
             return False
         if self.applies is not None:
             try:
-                return bool(self.applies(mismatches))
+                return bool(self.applies(mismatch, same_path or (mismatch,)))
             except Exception:
                 return False
         return True
 
 
-def _raised(pattern: str, side: str = "fake") -> Callable[[Sequence[Any]], bool]:
-    """The step's ``raised`` mismatches show ``pattern`` on ``side``."""
-    def applies(mismatches: Sequence[Any]) -> bool:
-        return all(re.search(pattern, str(getattr(m, side))) for m in mismatches
-                   if m.attribute == "raised")
+def _raised(pattern: str, side: str = "fake") -> Callable[[Any, Sequence[Any]], bool]:
+    """A ``raised`` mismatch shows ``pattern`` on ``side``."""
+    def applies(m: Any, same_path: Sequence[Any]) -> bool:
+        return m.attribute != "raised" or re.search(pattern, str(getattr(m, side))) is not None
     return applies
 
 
@@ -91,6 +93,20 @@ FAKE_TENSOR_CONVERTERS = where(fake_tensors=True)
 # What differs when a view is not a view (aliasing's and oracle's attributes).
 NOT_A_VIEW = (r"storage identity|version counter sharing|_is_view\(\)|_base is None|"
               r"_base identity|object identity")
+
+# What differs too when a view op's output was made on a storage of its own.
+NOT_A_VIEW_OFFSET = r"storage_offset\(\)"
+
+
+def made_on_own_storage(m: Any, same_path: Sequence[Any]) -> bool:
+    """A difference of a view op's output that is not a view: a NOT_A_VIEW
+    attribute, or its ``storage_offset()`` -- 0 on the fake side, where the
+    same output's storage identity differs too (the output was made on a
+    storage of its own, by empty_strided)."""
+    if m.attribute != "storage_offset()":
+        return True
+    return str(m.fake) == "0" and any(x.attribute == "storage identity" for x in same_path)
+
 
 ZERO_ELEMENT_VIEW_REPRODUCER = (
     "import torch\n"
@@ -103,6 +119,9 @@ ZERO_ELEMENT_VIEW_REPRODUCER = (
     "    y = torch.zeros(0)\n"
     "    y.view(-1)\n"
     "    assert S(y.reshape((0,))) != S(y)  # a cache hit: not a view of y\n"
+    "    z = torch.empty(0).set_(y.untyped_storage(), 1, (0,), (1,))\n"
+    "    z.view(-1)\n"
+    "    assert z.reshape((0,)).storage_offset() == 0  # eager: 1\n"
 )
 
 OP_DIFFERENCES: list[OpDifference] = [
@@ -139,12 +158,14 @@ OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
         id="zero-element-view-dispatch-cache",
         statement=r"\.(view|reshape|view_as|expand|transpose|t|unsqueeze|detach)\(|\[",
-        attribute=NOT_A_VIEW,
+        attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}",
+        applies=made_on_own_storage,
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
             "from the cache, returns a tensor that is not a view of its input (another "
-            "storage), where eager returns a view; whether it does depends on earlier cache hits"
+            "storage, at storage offset 0), where eager returns a view; whether it does "
+            "depends on earlier cache hits"
         ),
         link="https://github.com/pytorch/pytorch/issues/159151",
         reproducer=ZERO_ELEMENT_VIEW_REPRODUCER,
@@ -322,9 +343,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="kernel-missing-for-dtype",
         statement=r".",
         attribute="raised",
-        applies=lambda ms: all(
-            m.attribute != "raised" or re.search(r"not implemented for '\w+'", str(m.real))
-            for m in ms),
+        applies=lambda m, same_path: (
+            m.attribute != "raised" or re.search(r"not implemented for '\w+'", str(m.real))),
         reason=(
             "eager CPU kernels are not implemented for some dtypes (float8, bits, sub-byte "
             "integers, unsigned integers, complex32: 'not implemented for ...'), their meta "
@@ -413,7 +433,8 @@ def match_op_differences(conv: Any, step: Any,
     active = [e for e in OP_DIFFERENCES if e.active(name)]
     found = []
     for m in mismatches:
-        entry = next((e for e in active if e.explains(step.source, [m])), None)
+        same_path = [x for x in mismatches if x.path == m.path]
+        entry = next((e for e in active if e.explains(step.source, m, same_path)), None)
         if entry is None:
             return None
         found.append(entry)

@@ -216,21 +216,36 @@ def _degenerate_strides_reproducer() -> str:
     return DEGENERATE_STRIDES_REPRODUCER
 
 
+def _zero_element_outputs_not_views(records: tuple) -> bool:
+    """Some output of a step with no elements is not a view (a NOT_A_VIEW
+    difference), and every storage_offset() difference recorded is that of
+    such an output made on a storage of its own: 0 on the fake side, where
+    its storage identity differs too."""
+    from ..op_differences import NOT_A_VIEW
+
+    zero = [d for d in records if d[3] == 0]
+    own_storage = {d[5] for d in zero if d[0] == "storage identity"}
+    return (any(re.fullmatch(NOT_A_VIEW, d[0]) for d in zero)
+            and all(d[3] == 0 and d[2] == "0" and d[5] in own_storage
+                    for d in records if d[0] == "storage_offset()"))
+
+
 def _zero_element_view_entry() -> KnownDifference:
-    from ..op_differences import NOT_A_VIEW, ZERO_ELEMENT_VIEW_REPRODUCER
+    from ..op_differences import NOT_A_VIEW, NOT_A_VIEW_OFFSET, ZERO_ELEMENT_VIEW_REPRODUCER
 
     return KnownDifference(
         id="behaviour-zero-element-view-dispatch-cache",
         check="behaviour",
-        attribute=NOT_A_VIEW,
-        applies=_behaviour_recorded(
-            "behaviour_differences",
-            lambda d: re.fullmatch(NOT_A_VIEW, d[0]) is not None and d[3] == 0),
+        attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}",
+        applies=reads_record("behaviour_differences")(family_wide(
+            lambda case: _zero_element_outputs_not_views(
+                tuple(getattr(case.conversion, "behaviour_differences", ()))))),
         converters=where(fake_tensors=True, carries_real=False),
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a converted tensor with no elements "
-            "may return a tensor that is not a view of it (another storage), depending on "
-            "earlier cache hits; the control, made with another cache history, may not show it "
+            "may return a tensor that is not a view of it (another storage, at storage offset "
+            "0), depending on earlier cache hits; the control, made with another cache "
+            "history, may not show it "
             "(the operator difference op:zero-element-view-dispatch-cache)"
         ),
         link="https://github.com/pytorch/pytorch/issues/159151",
