@@ -167,3 +167,25 @@ def test_a_zero_element_functional_tensor_at_an_offset_is_judged_exactly(
     else:
         assert outcome.status == "known-difference", outcome.describe()
         assert {entry for entry, _ in outcome.known} == {"dynamic-functional-zero-byte-resize"}
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_a_python_functional_tensor_at_an_offset_is_judged_exactly(device: str) -> None:
+    """Carrying a real tensor clones the storage of a FunctionalTensor
+    installed with set_: that raises on a functional storage, except on the
+    meta device (the meta case was reported 'unexpectedly passing')."""
+    from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with FunctionalTensorMode():
+        with _disable_current_modes():
+            storage = torch.arange(6, dtype=torch.float16, device=device).untyped_storage()
+            inner = torch.empty(0, dtype=torch.float16, device=device).set_(storage, 2, (), ())
+        wrapper = FunctionalTensor.to_functional(inner)[...]
+        outcome = check_faithful(wrapper, converters=["fake-real"], checks=["metadata"]).outcomes[0]
+    assert outcome.unexpectedly_passing == []
+    if device == "meta":
+        assert outcome.status == "passed", outcome.describe()
+    else:
+        assert outcome.status == "known-difference", outcome.describe()
+        assert {entry for entry, _ in outcome.known} == {"real-functional-tensor-storage-clone"}
