@@ -94,13 +94,20 @@ def test_exceptions_of_the_step_pass_through() -> None:
         run_within(5, fails)
 
 
-def test_a_symbolic_view_whose_guard_explodes_is_stopped_and_known(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(step_time_limit, "STEP_TIME_LIMIT_S", 1.0)
+def test_a_short_example_limit_shortens_the_step_limit() -> None:
+    assert step_time_limit.current_limit() == step_time_limit.STEP_TIME_LIMIT_S == 20
+    for example_timeout, step in ((None, 20), (0, 20), (300, 20), (80, 20), (8, 2)):
+        with step_time_limit.for_example_timeout(example_timeout) as limit:
+            assert limit == step_time_limit.current_limit() == step
+    assert step_time_limit.current_limit() == 20
+
+
+def test_a_symbolic_view_whose_guard_explodes_is_stopped_and_known() -> None:
     t = torch.empty_strided((4, 3, 4, 4), (6, 3, 2, 2), dtype=torch.int32)
     start = time.monotonic()
-    outcome = check_faithful(t, converters=["fake-dynamic"], checks=["behaviour"],
-                             program="p = t0.view(-1)\nt0.add_(1)").outcomes[0]
+    with step_time_limit.for_example_timeout(4):  # a step gets 1 s
+        outcome = check_faithful(t, converters=["fake-dynamic"], checks=["behaviour"],
+                                 program="p = t0.view(-1)\nt0.add_(1)").outcomes[0]
     assert time.monotonic() - start < 30
     assert outcome.status == KNOWN, outcome.describe()
     (entry_id, m), = outcome.known
@@ -138,3 +145,32 @@ def test_a_symbolic_view_whose_guard_explodes_is_stopped_and_known(
 def test_the_explosion_entry_reads_only_steps_stopped_in_get_implications(
         recorded: tuple, holds: bool) -> None:
     assert behaviour_step_stuck_in_implications(recorded) is holds
+
+
+STEP_LIMIT_SPY = '''
+import pytest_metafidelity.checks.step_time_limit as step_time_limit
+
+seen = set()
+_run_within = step_time_limit.run_within
+
+def _spy(seconds, fn):
+    seen.add(seconds)
+    return _run_within(seconds, fn)
+
+step_time_limit.run_within = _spy
+
+def pytest_sessionfinish(session):
+    print("step limits seen:", sorted(seen))
+'''
+
+
+@pytest.mark.parametrize("example_timeout, step_limit", [("8", "2.0"), ("300", "20.0")])
+def test_the_suite_gives_each_step_a_quarter_of_a_short_example_limit(
+        pytester: pytest.Pytester, example_timeout: str, step_limit: str) -> None:
+    pytester.makeconftest(STEP_LIMIT_SPY)
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=fake",
+        "--metafidelity-checks=behaviour", "--metafidelity-examples=5", "-p", "no:xdist",
+        f"--metafidelity-example-timeout={example_timeout}", "-s", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([f"*step limits seen: [[]{step_limit}[]]"])

@@ -7,7 +7,7 @@ views, in-place ops, autograd, under no_grad / inference_mode /
 enable_grad) on both sides in lockstep and, after every step, requires:
 
 * the step raised on both sides or on neither, with the same exception class;
-  a step that runs past :data:`.step_time_limit.STEP_TIME_LIMIT_S` on one
+  a step that runs past :func:`.step_time_limit.current_limit` (20 s) on one
   side is stopped there and reported as ``timed out`` (where it was stopped,
   real vs fake), not left to hang the example;
 * for every live tensor (the tensors under test and the tensors the program
@@ -93,7 +93,7 @@ class Side:
 
         with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
-            return step_time_limit.run_within(step_time_limit.STEP_TIME_LIMIT_S,
+            return step_time_limit.run_within(step_time_limit.current_limit(),
                                               lambda: run_step(step, self.namespace))
 
 

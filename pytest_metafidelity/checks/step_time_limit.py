@@ -21,6 +21,8 @@ native code is not interrupted, and the example's hang limit still applies.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import ctypes
 import os
 import threading
@@ -32,6 +34,32 @@ from typing import Any, Callable
 # machine); the limit is far above that, and far below the suite's 300 s
 # limit for a whole example.
 STEP_TIME_LIMIT_S = 20.0
+
+_LIMIT: contextvars.ContextVar[float] = contextvars.ContextVar("step_time_limit",
+                                                              default=STEP_TIME_LIMIT_S)
+
+
+def current_limit() -> float:
+    """The limit on one step here: :data:`STEP_TIME_LIMIT_S` unless
+    :func:`for_example_timeout` set a shorter one."""
+    return _LIMIT.get()
+
+
+@contextlib.contextmanager
+def for_example_timeout(example_timeout: float | None) -> Any:
+    """Steps run inside get a quarter of ``example_timeout`` where that is
+    less than :data:`STEP_TIME_LIMIT_S`: a step stuck on the converted side
+    may be stuck on the control too, and the example has more to do, so a
+    stuck step is reported as a difference before the example is reported
+    hung.  (None or 0: no example limit; the default stays.)"""
+    limit = STEP_TIME_LIMIT_S
+    if example_timeout:
+        limit = min(limit, example_timeout / 4)
+    token = _LIMIT.set(limit)
+    try:
+        yield limit
+    finally:
+        _LIMIT.reset(token)
 
 
 class StepExpired(BaseException):

@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
+from ..checks import step_time_limit
 from ..hypofuzz_runs import in_hypofuzz_run
+from ..options import DEFAULT_EXAMPLE_TIMEOUT
 from ..strategies.torch_notices import quiet_torch_notices
 from .budget import TimeBudget
 from .journal import Journal, JournalEntry, RUNNING, encode_choices
@@ -308,8 +310,10 @@ def _run_example(
             database_key=run.database_key(nodeid),
             example=run.tallies.get(nodeid, Counter())["examples"],
         ))
+    example_timeout = opts.example_timeout if opts else DEFAULT_EXAMPLE_TIMEOUT
     try:
-        with recipe.active_contexts() as namespace:
+        with recipe.active_contexts() as namespace, \
+                step_time_limit.for_example_timeout(example_timeout):
             tensors = recipe.build_in(namespace)
             result = check_faithful(
                 *tensors,
