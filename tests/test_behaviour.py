@@ -88,6 +88,40 @@ def test_carried_values_not_seen_through_an_alias_are_caught() -> None:
     assert behaviour(base, view, program="t0.add_(1)", converter="fake-real").status == PASSED
 
 
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+def test_a_step_reading_bytes_the_carried_copy_never_held_is_a_known_difference(
+        converter: str) -> None:
+    # The carried storage holds t0's elements (0 and 2) only: a view a step
+    # takes reads element 1, uninitialized there.  Found by a nightly run.
+    (t,) = built("t0 = torch.empty(0).set_(torch.arange(3.).untyped_storage(), 0, (1, 2), (0, 2))",
+                 outputs=("t0",))
+    outcome = behaviour(t, program="p0 = t0.as_strided((2,), (1,), 0)", converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [(entry_id, m.path, m.attribute) for entry_id, m in outcome.known] == [
+        ("behaviour-reads-uncopied-carried-bytes", "p0.real_tensor", "values")]
+
+
+def test_carried_bytes_a_step_reads_that_were_copied_but_differ_are_a_conversion_bug() -> None:
+    # t0 sits at offset 1: its storage is copied whole.  A converter
+    # garbling the byte before t0 is caught by a step reading it, and that
+    # is not the uncopied-bytes difference.
+    (t,) = built("t0 = torch.empty(0).set_(torch.arange(4.).untyped_storage(), 1, (3,), (1,))",
+                 outputs=("t0",))
+
+    def garbled_first_element(conv: Any, real: Any, fake: Any) -> Any:
+        r = fake.real_tensor
+        torch.empty(0, dtype=r.dtype).set_(r.untyped_storage(), 0, (1,), (1,)).add_(100)
+        return fake
+
+    with faulty("fake-real", garbled_first_element):
+        outcome = behaviour(t, program="p0 = t0.as_strided((2,), (1,), 0)")
+    m = failing(outcome, "values")
+    assert (m.path, m.step) == ("p0.real_tensor", 0)
+    assert not outcome.known, outcome.describe()
+    assert behaviour(t, program="p0 = t0.as_strided((2,), (1,), 0)",
+                     converter="fake-real").status == PASSED
+
+
 # -- (b) a creation_meta that lets an in-place op through --------------------------------------
 
 

@@ -495,8 +495,7 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
             found = _follows_known(conv, program, k, differs, sorted(ids))
             break
         if differs:
-            found = _classify(conv, recipe, names, program, k, differs,
-                              _numels(run.real.namespace, differs))
+            found = _classify(conv, recipe, names, program, k, differs, run.real.namespace)
             break
         if ids:  # what the step made or changed carries the known difference on
             for n in _names_in(step, run.real.live):
@@ -565,21 +564,63 @@ def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
     return out
 
 
+def _reads_uncopied(conv: Conversion, names: tuple[str, ...], namespace: dict[str, Any],
+                    path: str) -> bool:
+    """The real tensor whose carried tensor (``path``: ``<tensor>.real_tensor``)
+    has other values reads storage bytes that the carried copy of its
+    storage never held: MetaConverter copies a storage for the first
+    non-view tensor it converts on it, that tensor's elements only, when it
+    is at offset 0 (the conversion-time known difference real-values-not-copied;
+    here a step's view reads them).  The real side's tensors are rebuilt
+    copies of the conversion's: a storage is matched by the path of a tensor
+    on it that still has the geometry it had when converted."""
+    from ..known_differences.converter_model import reads_outside, visiting_order
+    from ..known_differences.facts import plain_strided, storage_key
+    from ._util import is_view, resolve, walk_real
+
+    if not path.endswith(".real_tensor"):
+        return False
+    live = Conversion(tuple(namespace), tuple(namespace.values()), tuple(namespace.values()),
+                      None)
+    t = resolve(live, path.removesuffix(".real_tensor"))
+    if t is None or not plain_strided(t) or t.numel() == 0:
+        return False
+
+    def geometry(u: Any) -> tuple:
+        return (tuple(u.shape), u.stride(), u.storage_offset(), u.dtype,
+                u.untyped_storage().nbytes())
+
+    copies = dict(walk_real(names, tuple(namespace.get(n) for n in names)))
+    storages = set()  # the conversion's storage that t's is a copy of
+    for p, u in walk_real(names, conv.real):
+        c = copies.get(p)
+        if (c is not None and plain_strided(u) and plain_strided(c)
+                and storage_key(c) == storage_key(t) and geometry(c) == geometry(u)):
+            storages.add(storage_key(u))
+    if len(storages) != 1:
+        return False
+    first = next((u for u in visiting_order(conv) if plain_strided(u) and not is_view(u)
+                  and storage_key(u) in storages), None)
+    return first is not None and first.storage_offset() == 0 and reads_outside(t, first)
+
+
 def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
-              differs: list[Mismatch], numels: list[Any]) -> list[Mismatch]:
+              differs: list[Mismatch], namespace: dict[str, Any]) -> list[Mismatch]:
     """Conversion bug or operator difference: replay the first ``k + 1``
-    steps on the control and compare."""
+    steps on the control and compare.  ``namespace``: the real side's."""
     from ..known_differences.op_differences import match_op_differences
 
     step = program.steps[k]
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     if control is None or not {_key(m) for m in differs} <= control:
-        for m, (numel, shape) in zip(differs, numels):
+        for m, (numel, shape) in zip(differs, _numels(namespace, differs)):
             # (attribute, real, fake, elements and shape of the real tensor,
             # path): what the behaviour entries of the known-difference registry read
             _record(conv, "behaviour_differences",
                     (m.attribute, str(m.real), str(m.fake), numel, shape, m.path))
+            if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
+                _record(conv, "behaviour_uncopied_reads", m.path)
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")

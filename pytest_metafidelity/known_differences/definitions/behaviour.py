@@ -471,4 +471,34 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-reads-uncopied-carried-bytes",
+    check="behaviour",
+    attribute=r"values",
+    applies=reads_record("behaviour_uncopied_reads")(family_wide(
+        lambda case: bool(getattr(case.conversion, "behaviour_uncopied_reads", ())))),
+    converters=where(carries_real=True),
+    reason=(
+        "real-values-not-copied, seen through a step: a storage's carried copy holds only "
+        "the elements of the first non-view tensor converted on it (at offset 0), so a view "
+        "a step takes that reads between or past those elements (as_strided) reads "
+        "uninitialized bytes in the carried tensor"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/126175",),
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.arange(7.) + 0.5\n"
+        "every_other = torch.empty(0).set_(x.untyped_storage(), 0, (4,), (2,))\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(every_other)\n"
+        "assert torch.equal(f.real_tensor, every_other)  # its own elements: copied\n"
+        "with mode:\n"
+        "    g = f.as_strided((7,), (1,), 0)\n"
+        "assert not torch.equal(g.real_tensor, x)  # the bytes between them: not\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
