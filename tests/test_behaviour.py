@@ -383,6 +383,67 @@ def test_a_storage_offset_of_a_view_that_stays_a_view_is_not_the_cache_differenc
     assert not entry.explains("p1 = t1.reshape((0,))", inward, [inward, moved])
 
 
+@pytest.mark.parametrize("converter", ["meta", "fake", "refake-fresh"])
+def test_a_backward_through_an_empty_view_as_real_view_is_a_known_difference(
+        converter: str) -> None:
+    # Eager's ViewAsRealBackward0 raises on the expanded gradient of an empty
+    # view; the converted view's AsStridedBackward0 does not.  Found by a
+    # nightly run.
+    program = "t2.sum().abs().backward()"
+    (empty,) = built("t0 = torch.zeros(1, dtype=torch.complex64)", "t0.requires_grad_()",
+                     "t1 = t0[0:0]", "t2 = torch.view_as_real(t1)", outputs=("t2",))
+    outcome = behaviour(empty, program=program, converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {entry_id for entry_id, _ in outcome.known} == {
+        "behaviour-view-as-real-backward-of-nothing"}
+    (full,) = built("t0 = torch.zeros(1, dtype=torch.complex64)", "t0.requires_grad_()",
+                    "t1 = t0[0:1]", "t2 = torch.view_as_real(t1)", outputs=("t2",))
+    assert behaviour(full, program=program, converter=converter).status == PASSED
+
+
+def test_the_empty_view_as_real_entry_needs_such_a_view_in_the_family() -> None:
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.known_differences import Case
+    from pytest_metafidelity.known_differences.definitions.behaviour import (
+        behaviour_view_as_real_grad_of_nothing as holds,
+    )
+
+    def case(t: Any, real_error: str) -> Case:
+        conversion = Conversion(("t0",), (t,), (None,), None)
+        conversion.behaviour_differences = {("raised", real_error, "nothing", None, None, "*")}
+        return Case("fake", "t0", t, (t, t._base), conversion)
+
+    x = torch.zeros(1, dtype=torch.complex64, requires_grad=True)
+    error = "RuntimeError: Tensor must have a last dimension with stride 1"
+    assert holds(case(torch.view_as_real(x[0:0]), error))
+    assert not holds(case(torch.view_as_real(x[0:1]), error))  # has elements
+    assert not holds(case(x[0:0], error))  # no ViewAsRealBackward0
+    assert not holds(case(torch.view_as_real(x[0:0]), "RuntimeError: something else"))
+
+
+def test_an_eager_kernel_missing_for_the_dtype_is_known_where_no_control_can_be_built() -> None:
+    # Under FakeTensorMode the recipe's empty tensor gets other strides, and
+    # view(float4_e2m1fn_x2) refuses its diagonal: no control.  The real
+    # side's error alone shows the operator difference.
+    (t,) = built("t0 = torch.arange(0.).reshape((0, 0, 0, 1, 0)).add(0)",
+                 "t1 = t0.diagonal(0, 4, 1)", "t2 = t1.view(torch.float4_e2m1fn_x2)",
+                 outputs=("t2",))
+    outcome = behaviour(t, program="t2.zero_()", converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    (entry_id, m), = outcome.known
+    assert entry_id == "op:kernel-missing-for-dtype"
+    assert "no control could be built" in m.detail
+
+
+def test_only_entries_the_real_side_decides_are_judged_without_a_control() -> None:
+    step = Program.parse("p1 = t1.reshape((0,))", ["t1"]).steps[0]
+    moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
+                     "shared with nothing")
+    conv = type("Conv", (), {"converter": type("C", (), {"name": "fake"})()})()
+    assert op_differences.match_op_differences(conv, step, [moved]) is not None
+    assert op_differences.match_op_differences(conv, step, [moved], without_control=True) is None
+
+
 def test_programs_shrink_to_one_simple_step() -> None:
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     # Derandomized, CI or not: with a random seed Hypothesis' shrinker stops

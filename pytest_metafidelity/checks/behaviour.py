@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from . import Conversion, Mismatch, check, step_time_limit
 from ._util import walk_real
@@ -613,6 +613,12 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     step = program.steps[k]
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
+    if control is None:
+        entries = match_op_differences(conv, step, differs, without_control=True)
+        if entries is not None:
+            return _as_op_differences(conv, entries, differs, lambda m: (
+                f"{where}; no control could be built, and the real side's error alone "
+                "shows the operator difference"), k)
     if control is None or not {_key(m) for m in differs} <= control:
         for m, (numel, shape) in zip(differs, _numels(namespace, differs)):
             # (attribute, real, fake, elements and shape of the real tensor,
@@ -630,18 +636,9 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
                 for m in differs]
     entries = match_op_differences(conv, step, differs)
     if entries is not None:
-        reported = []
-        for entry, m in zip(entries, differs):
-            if entry.id in getattr(conv, "op_differences", ()):
-                continue
-            _record(conv, "op_differences", entry.id)
-            reported.append(StepMismatch(
-                check=CHECK, path=m.path, attribute=f"op-difference {entry.id}", real=m.real,
-                fake=m.fake,
-                detail=f"{where}; {m.attribute} differs on the "
-                       "control too",
-                step=k))
-        return reported
+        return _as_op_differences(conv, entries, differs,
+                                  lambda m: f"{where}; {m.attribute} differs on the control too",
+                                  k)
     return [StepMismatch(
         check=CHECK, path=m.path, attribute=f"op-difference: {m.attribute}", real=m.real,
         fake=m.fake,
@@ -650,6 +647,21 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
                "registered in known_differences/op_differences.py",
         step=k)
             for m in differs]
+
+
+def _as_op_differences(conv: Conversion, entries: list[Any], differs: list[Mismatch],
+                       detail: Callable[[Mismatch], str], k: int) -> list[Mismatch]:
+    """The step's differences as the operator differences ``entries``
+    (each reported once per conversion)."""
+    reported = []
+    for entry, m in zip(entries, differs):
+        if entry.id in getattr(conv, "op_differences", ()):
+            continue
+        _record(conv, "op_differences", entry.id)
+        reported.append(StepMismatch(
+            check=CHECK, path=m.path, attribute=f"op-difference {entry.id}", real=m.real,
+            fake=m.fake, detail=detail(m), step=k))
+    return reported
 
 
 def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,

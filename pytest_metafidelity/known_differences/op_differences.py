@@ -57,6 +57,9 @@ class OpDifference:
     # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
     # mismatch of the step at the same path.
     applies: Callable[[Any, Sequence[Any]], bool] | None = None
+    # The real side's error alone shows it (eager has no kernel, say): it is
+    # also judged where no control can be built.
+    real_side_decides: bool = False
 
     def active(self, converter: str, version: Any = None) -> bool:
         from . import version_in_range
@@ -345,6 +348,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         attribute="raised",
         applies=lambda m, same_path: (
             m.attribute != "raised" or re.search(r"not implemented for '\w+'", str(m.real))),
+        real_side_decides=True,
         reason=(
             "eager CPU kernels are not implemented for some dtypes (float8, bits, sub-byte "
             "integers, unsigned integers, complex32: 'not implemented for ...'), their meta "
@@ -425,12 +429,14 @@ def registry() -> list[OpDifference]:
     return list(OP_DIFFERENCES)
 
 
-def match_op_differences(conv: Any, step: Any,
-                         mismatches: Sequence[Any]) -> list[OpDifference] | None:
+def match_op_differences(conv: Any, step: Any, mismatches: Sequence[Any], *,
+                         without_control: bool = False) -> list[OpDifference] | None:
     """For each of the step's differences, the active entry explaining it;
-    None unless every one is explained."""
+    None unless every one is explained.  ``without_control``: no control
+    could be built, and only entries the real side decides are asked."""
     name = getattr(conv.converter, "name", "?")
-    active = [e for e in OP_DIFFERENCES if e.active(name)]
+    active = [e for e in OP_DIFFERENCES if e.active(name)
+              and (e.real_side_decides or not without_control)]
     found = []
     for m in mismatches:
         same_path = [x for x in mismatches if x.path == m.path]

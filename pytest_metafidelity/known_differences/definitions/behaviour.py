@@ -6,6 +6,7 @@ program's step shows that follow from the conversion.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ...converters import where
 from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
@@ -498,6 +499,78 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "with mode:\n"
         "    g = f.as_strided((7,), (1,), 0)\n"
         "assert not torch.equal(g.real_tensor, x)  # the bytes between them: not\n"
+    ),
+))
+
+def _history_has(t: Any, node: str, depth: int = 16) -> bool:
+    """``t``'s autograd history, up to ``depth`` nodes deep, has a ``node``."""
+    todo, seen = [getattr(t, "grad_fn", None)], 0
+    while todo and seen < depth:
+        fn = todo.pop()
+        if fn is None:
+            continue
+        seen += 1
+        if type(fn).__name__ == node:
+            return True
+        todo.extend(f for f, _ in getattr(fn, "next_functions", ()))
+    return False
+
+
+@family_wide
+def behaviour_view_as_real_grad_of_nothing(case: Case) -> bool:
+    """The ``behaviour`` check recorded a step that raised 'Tensor must have a
+    last dimension with stride 1' on the real side and nothing on the
+    converted side, and a view of the family with no elements has
+    ViewAsRealBackward0 in its autograd history."""
+    from ...checks._util import is_view, safe
+
+    if not any(d[0] == "raised" and "last dimension with stride 1" in d[1]
+               and d[2] == "nothing"
+               for d in getattr(case.conversion, "behaviour_differences", ())):
+        return False
+    return any(safe(lambda: is_view(t) and t.numel() == 0
+                    and _history_has(t, "ViewAsRealBackward0"), False)
+               for t in case.family)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-view-as-real-backward-of-nothing",
+    check="behaviour",
+    attribute=r"raised",
+    applies=reads_record("behaviour_differences")(behaviour_view_as_real_grad_of_nothing),
+    reason=(
+        "a converted view has one AsStridedBackward0 as autograd history, where the real "
+        "view_as_real view has ViewAsRealBackward0, whose view_as_complex needs a gradient "
+        "with last stride 1: a backward bringing a zero-element view the expanded gradient "
+        "of a sum (strides 0, which contiguous() keeps for no elements) raises in eager "
+        "(and for the same view made directly under the FakeTensorMode), not on the "
+        "converted view"
+    ),
+    link=UNFILED,
+    reproducer=(
+        'import torch\n'
+        'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+        'x = torch.zeros(1, dtype=torch.complex64, requires_grad=True)\n'
+        'v = torch.view_as_real(x[0:0])\n'
+        'try:\n'
+        '    v.sum().abs().backward()\n'
+        'except RuntimeError as e:\n'
+        "    assert 'last dimension with stride 1' in str(e)\n"
+        'else:\n'
+        "    raise AssertionError('real backward ran')\n"
+        'mode = FakeTensorMode()\n'
+        'f = mode.from_tensor(v)\n'
+        "assert type(f.grad_fn).__name__ == 'AsStridedBackward0'\n"
+        'with mode:\n'
+        '    f.sum().abs().backward()  # no error\n'
+        'with mode:  # made directly under the mode, not converted: as eager\n'
+        '    y = torch.zeros(1, dtype=torch.complex64, requires_grad=True)\n'
+        '    try:\n'
+        '        torch.view_as_real(y[0:0]).sum().abs().backward()\n'
+        '    except RuntimeError as e:\n'
+        "        assert 'last dimension with stride 1' in str(e)\n"
+        '    else:\n'
+        "        raise AssertionError('control backward ran')\n"
     ),
 ))
 
