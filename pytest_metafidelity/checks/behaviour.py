@@ -268,13 +268,23 @@ class Lockstep:
                 # (the aliasing check names one tensor: all whose counter differs)
                 for name in self.unshared:
                     known.setdefault(name.split(".")[0], set()).add(entry_id)
-        # A view of a tensor with a known difference carries it too.
-        by_object = {id(self.real.namespace[n]): ids for n, ids in known.items()
-                     if n in self.real.namespace}
+        # A view of a tensor with a known difference carries it too: of the
+        # tensor named, or of the one at the difference's path (a base that
+        # several views share is named through the first of them).
+        from ._util import resolve
+
+        by_object: dict[int, set[str]] = {}
+        for n, ids in known.items():
+            if n in self.real.namespace:
+                by_object.setdefault(id(self.real.namespace[n]), set()).update(ids)
+        for entry_id, m in (t.explained if t is not None else []):
+            at = resolve(conv, m.path)
+            if at is not None:
+                by_object.setdefault(id(at), set()).add(entry_id)
         for n in live:
-            for base in _bases(self.real.namespace.get(n)):
-                if id(base) in by_object:
-                    known.setdefault(n, set()).update(by_object[id(base)])
+            for u in (self.real.namespace.get(n), *_bases(self.real.namespace.get(n))):
+                if u is not None and id(u) in by_object:
+                    known.setdefault(n, set()).update(by_object[id(u)])
         return known
 
     def step(self, step: Any) -> list[Mismatch]:

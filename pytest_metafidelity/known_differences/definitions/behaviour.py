@@ -574,4 +574,60 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+@family_wide
+def behaviour_conj_view_autograd_unreadable(case: Case) -> bool:
+    """The ``behaviour`` check recorded an ``is_leaf`` the converted side
+    could not read (None) where the real side could, and the family has a
+    conjugate view."""
+    from ...checks._util import is_view, safe
+
+    if not any(d[0] == "is_leaf" and d[2] == "None" and d[1] != "None"
+               for d in getattr(case.conversion, "behaviour_differences", ())):
+        return False
+    return any(safe(lambda: is_view(t) and t.is_conj(), False) for t in case.family)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-conj-view-autograd-replay",
+    check="behaviour",
+    attribute=r"is_leaf",
+    applies=reads_record("behaviour_differences")(behaviour_conj_view_autograd_unreadable),
+    reason=(
+        "a converted conjugate view is rebuilt from its base with as_strided and the conj "
+        "bit; after an in-place op under no_grad on a view of it (.real), reading the "
+        "view's is_leaf regenerates its autograd history by replaying its views, and the "
+        "replay calls view_as_real on an unresolved conjugate tensor: 'view_as_real doesn't "
+        "work on unresolved conjugated tensors'.  Eager, and the same views made directly "
+        "under the FakeTensorMode, answer"
+    ),
+    link=UNFILED,
+    reproducer=(
+        'import torch\n'
+        'from torch._subclasses.fake_tensor import FakeTensorMode\n'
+        'x = torch.zeros(2, dtype=torch.complex64, requires_grad=True)\n'
+        'v = x.conj()\n'
+        'r = v.real\n'
+        'with torch.no_grad():\n'
+        '    r.zero_()\n'
+        'assert not r.is_leaf\n'
+        'mode = FakeTensorMode()\n'
+        'f = mode.from_tensor(v)\n'
+        'with mode:\n'
+        '    fr = f.real\n'
+        '    with torch.no_grad():\n'
+        '        fr.zero_()\n'
+        '    try:\n'
+        '        fr.is_leaf\n'
+        '    except RuntimeError as e:\n'
+        "        assert 'unresolved conjugated' in str(e)\n"
+        '    else:\n'
+        "        raise AssertionError('is_leaf read')\n"
+        'with mode:  # made directly under the mode, not converted: as eager\n'
+        '    y = torch.zeros(2, dtype=torch.complex64, requires_grad=True).conj().real\n'
+        '    with torch.no_grad():\n'
+        '        y.zero_()\n'
+        '    assert not y.is_leaf\n'
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
