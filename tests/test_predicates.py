@@ -147,6 +147,17 @@ def test_meta_carried_storage_short_of_reach_holds_for_a_view_past_an_empty_alia
     assert not meta_carried_storage_short_of_reach(whole.case("t0"))
 
 
+def judged_exactly(outcome: Any, entry_id: str | None) -> None:
+    """The outcome is the known difference ``entry_id`` alone (None: it
+    passed), and no entry expected a difference that did not occur."""
+    assert outcome.unexpectedly_passing == []
+    if entry_id is None:
+        assert outcome.status == "passed", outcome.describe()
+    else:
+        assert outcome.status == "known-difference", outcome.describe()
+        assert {e for e, _ in outcome.known} == {entry_id}
+
+
 @pytest.mark.parametrize("device", ["cpu", "meta"])
 @pytest.mark.parametrize("converter", ["fake-dynamic", "refake-fresh"])
 def test_a_zero_element_functional_tensor_at_an_offset_is_judged_exactly(
@@ -161,12 +172,7 @@ def test_a_zero_element_functional_tensor_at_an_offset_is_judged_exactly(
     assert wrapper.untyped_storage().nbytes() == 0
 
     (outcome,) = check_faithful(wrapper, converters=[converter]).outcomes
-    assert outcome.unexpectedly_passing == []
-    if device == "meta":
-        assert outcome.status == "passed", outcome.describe()
-    else:
-        assert outcome.status == "known-difference", outcome.describe()
-        assert {entry for entry, _ in outcome.known} == {"dynamic-functional-zero-byte-resize"}
+    judged_exactly(outcome, None if device == "meta" else "dynamic-functional-zero-byte-resize")
 
 
 @pytest.mark.parametrize("device", ["cpu", "meta"])
@@ -183,9 +189,4 @@ def test_a_python_functional_tensor_at_an_offset_is_judged_exactly(device: str) 
             inner = torch.empty(0, dtype=torch.float16, device=device).set_(storage, 2, (), ())
         wrapper = FunctionalTensor.to_functional(inner)[...]
         outcome = check_faithful(wrapper, converters=["fake-real"], checks=["metadata"]).outcomes[0]
-    assert outcome.unexpectedly_passing == []
-    if device == "meta":
-        assert outcome.status == "passed", outcome.describe()
-    else:
-        assert outcome.status == "known-difference", outcome.describe()
-        assert {entry for entry, _ in outcome.known} == {"real-functional-tensor-storage-clone"}
+    judged_exactly(outcome, None if device == "meta" else "real-functional-tensor-storage-clone")

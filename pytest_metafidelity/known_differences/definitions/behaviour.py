@@ -34,11 +34,19 @@ def _op_difference_entries() -> list[KnownDifference]:
     ]
 
 
-def _behaviour_recorded(attr: str, test: object) -> object:
+def _behaviour_recorded(attr: str, test: Any, in_family: Any = None) -> Any:
     """A predicate holding when the ``behaviour`` check recorded, on the
-    conversion, an item of ``attr`` satisfying ``test``."""
-    return reads_record(attr)(family_wide(
-        lambda case: any(test(x) for x in getattr(case.conversion, attr, ()))))
+    conversion, an item of ``attr`` satisfying ``test`` -- and, with
+    ``in_family``, some tensor of the family satisfies it (read safely)."""
+    from ...checks._util import safe
+
+    def holds(case: Case) -> bool:
+        if not any(test(x) for x in getattr(case.conversion, attr, ())):
+            return False
+        return in_family is None or any(safe(lambda: bool(in_family(t)), False)
+                                        for t in case.family)
+
+    return reads_record(attr)(family_wide(holds))
 
 
 _BEHAVIOUR_ENTRIES = [
@@ -502,6 +510,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+
 def _history_has(t: Any, node: str, depth: int = 16) -> bool:
     """``t``'s autograd history, up to ``depth`` nodes deep, has a ``node``."""
     todo, seen = [getattr(t, "grad_fn", None)], 0
@@ -516,28 +525,26 @@ def _history_has(t: Any, node: str, depth: int = 16) -> bool:
     return False
 
 
-@family_wide
-def behaviour_view_as_real_grad_of_nothing(case: Case) -> bool:
-    """The ``behaviour`` check recorded a step that raised 'Tensor must have a
-    last dimension with stride 1' on the real side and nothing on the
-    converted side, and a view of the family with no elements has
-    ViewAsRealBackward0 in its autograd history."""
-    from ...checks._util import is_view, safe
+def _empty_view_as_real_view(t: Any) -> bool:
+    from ...checks._util import is_view
 
-    if not any(d[0] == "raised" and "last dimension with stride 1" in d[1]
-               and d[2] == "nothing"
-               for d in getattr(case.conversion, "behaviour_differences", ())):
-        return False
-    return any(safe(lambda: is_view(t) and t.numel() == 0
-                    and _history_has(t, "ViewAsRealBackward0"), False)
-               for t in case.family)
+    return is_view(t) and t.numel() == 0 and _history_has(t, "ViewAsRealBackward0")
+
+
+# A step that raised 'Tensor must have a last dimension with stride 1' on the
+# real side and nothing on the converted side, and a view of the family with
+# no elements has ViewAsRealBackward0 in its autograd history.
+behaviour_view_as_real_grad_of_nothing = _behaviour_recorded(
+    "behaviour_differences",
+    lambda d: d[0] == "raised" and "last dimension with stride 1" in d[1] and d[2] == "nothing",
+    in_family=_empty_view_as_real_view)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-view-as-real-backward-of-nothing",
     check="behaviour",
     attribute=r"raised",
-    applies=reads_record("behaviour_differences")(behaviour_view_as_real_grad_of_nothing),
+    applies=behaviour_view_as_real_grad_of_nothing,
     reason=(
         "a converted view has one AsStridedBackward0 as autograd history, where the real "
         "view_as_real view has ViewAsRealBackward0, whose view_as_complex needs a gradient "
@@ -574,24 +581,24 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
-@family_wide
-def behaviour_conj_view_autograd_unreadable(case: Case) -> bool:
-    """The ``behaviour`` check recorded an ``is_leaf`` the converted side
-    could not read (None) where the real side could, and the family has a
-    conjugate view."""
-    from ...checks._util import is_view, safe
+def _conj_view(t: Any) -> bool:
+    from ...checks._util import is_view
 
-    if not any(d[0] == "is_leaf" and d[2] == "None" and d[1] != "None"
-               for d in getattr(case.conversion, "behaviour_differences", ())):
-        return False
-    return any(safe(lambda: is_view(t) and t.is_conj(), False) for t in case.family)
+    return is_view(t) and t.is_conj()
+
+
+# An is_leaf the converted side could not read (None) where the real side
+# could, and a conjugate view in the family.
+behaviour_conj_view_autograd_unreadable = _behaviour_recorded(
+    "behaviour_differences", lambda d: d[0] == "is_leaf" and d[2] == "None" and d[1] != "None",
+    in_family=_conj_view)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-conj-view-autograd-replay",
     check="behaviour",
     attribute=r"is_leaf",
-    applies=reads_record("behaviour_differences")(behaviour_conj_view_autograd_unreadable),
+    applies=behaviour_conj_view_autograd_unreadable,
     reason=(
         "a converted conjugate view is rebuilt from its base with as_strided and the conj "
         "bit; after an in-place op under no_grad on a view of it (.real), reading the "
