@@ -170,6 +170,7 @@ class FidelitySession:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         _shards.apply_shard(self.config, items, self.run.options.shard)
+        from .suite.failure_text import report_findings_as_text
         from .suite.runner import fidelity_test
 
         suite = [i for i in items if _is_suite_item(i)]
@@ -185,6 +186,7 @@ class FidelitySession:
             # The item's own test: this run's settings, a fixed number of
             # examples or rounds that spend its share of the time budget.
             item.obj = fidelity_test(self.run, item.nodeid)  # type: ignore[attr-defined]
+            report_findings_as_text(item)
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
         self.run.set_item_count(max(1, -(-len(suite) // workers)))
         if self.progress is not None:
@@ -192,14 +194,15 @@ class FidelitySession:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-        outcome = yield
+        outcome = yield  # the failure, if any, is formatted by now
         if call.when != "call" or not _is_suite_item(item):
             return
+        if self.run.journal is not None:
+            self.run.journal.end()
+            self.run.journal.disarm()
         from .report import (PROPERTY, crash_errors, exit_crash_record, failure_records,
                              fidelity_errors, item_record, unexpectedly_passing_records)
 
-        if self.run.journal is not None:
-            self.run.journal.disarm()
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
         directory = self.reproducers
         failures = []

@@ -230,3 +230,98 @@ def test_a_budget_is_spent(pytester: pytest.Pytester) -> None:
     assert sum(i["spending"]["rounds"] for i in items) > len(items)
     result.stdout.fnmatch_lines(["metafidelity: 2 items, * examples (*/s) in * s of items' time, "
                                  "* rounds*"])
+
+
+# A registered check that fails in a helper whose argument is a tensor on a
+# zero-byte storage: torch's repr of it reads the missing bytes and
+# segfaults, and pytest's traceback prints every frame's arguments.
+FAILS_BESIDE_AN_UNPRINTABLE_TENSOR = textwrap.dedent(
+    '''
+    import torch
+
+    from pytest_metafidelity.checks import check
+
+
+    def _compare(unprintable, conv):
+        raise ValueError("the check gave up")
+
+
+    @check("unprintable", "fails beside a tensor torch cannot print")
+    def unprintable_check(conv):
+        t = torch.arange(4.0)
+        t.untyped_storage().resize_(0)
+        _compare(t, conv)
+    '''
+)
+
+
+@pytest.mark.parametrize("flags", [[], ["--showlocals", "--tb=long"]], ids=["default", "locals"])
+def test_a_failure_is_reported_without_printing_its_frames_tensors(
+        pytester: pytest.Pytester, flags: list[str]) -> None:
+    pytester.makeconftest(FAILS_BESIDE_AN_UNPRINTABLE_TENSOR)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+        "--metafidelity-checks=metadata,unprintable", "--metafidelity-examples=5",
+        f"--metafidelity-report={report}", "-p", "no:cacheprovider", *flags)
+    out = result.stdout.str()
+    assert "node down" not in out and "worker 'gw0' crashed" not in out
+    result.assert_outcomes(failed=1)
+    # The finding's own text: the check's traceback (no arguments), the
+    # reproducer, Hypothesis' falsifying example.
+    result.stdout.fnmatch_lines([
+        "FidelityError: internal error in check 'unprintable'*",
+        "*in _compare*", "*ValueError: the check gave up",
+        "Reproducer (runnable Python):", "*assert_faithful(t0, converters=*",
+        "Falsifying example: test_fidelity(*",
+    ])
+    assert "conv = Conversion(" not in out and "unprintable = " not in out
+    [item] = json.loads(report.read_text())["items"]
+    assert item["counts"]["internal-error"] >= 1 and not item["crashes"]
+
+
+# A failing check, and a plugin whose formatting of a suite item's failure
+# aborts the process: a crash while a failure is reported.
+CRASHES_WHILE_REPORTING = textwrap.dedent(
+    '''
+    import os
+
+    import pytest
+
+    from pytest_metafidelity.checks import Mismatch, check
+
+
+    @check("always-fails", "reports one mismatch on every input")
+    def always_fails(conv):
+        return [Mismatch(check="always-fails", path="t0", attribute="stride()", real=(1,),
+                         fake=(2,))]
+
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(items):
+        for item in items:
+            item.repr_failure = lambda excinfo, *args: os.abort()
+    '''
+)
+
+
+def test_a_crash_while_a_failure_is_reported_keeps_the_case(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CRASHES_WHILE_REPORTING)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+        "--metafidelity-checks=always-fails", "--metafidelity-examples=5",
+        f"--metafidelity-report={report}", "-p", "no:cacheprovider")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*crashed (SIGABRT) while its failure was being reported*"])
+    doc = json.loads(report.read_text())
+    [item] = doc["items"]
+    [crash] = item["crashes"]
+    assert crash["status"] == "crashed" and crash["signal"] == "SIGABRT"
+    assert crash["while_reporting"] is True and crash["example"] == 0
+    assert "conftest.py" in crash["frames"]  # where it died: the formatting
+    assert crash["shrinking"].startswith("not shrunk: it crashed while its failure")
+    # The reproducer is the failing example's, and shows the failure standalone.
+    source = open(crash["reproducer_file"]).read()
+    assert "checks=['always-fails']" in source
+    assert _standalone(crash["reproducer_file"], str(pytester.path), timeout=60) == 1

@@ -106,6 +106,11 @@ def shrink_crashes(collector: "Collector", opts: "SuiteOptions", directory: str)
     from .crashes import write_reproducer
 
     crashes = [c for c in collector.unique_crashes() if c.get("choices")]
+    for record in crashes:
+        if record.get("while_reporting"):  # the example alone does not crash
+            record["shrinking"] = ("not shrunk: it crashed while its failure was being "
+                                   "reported; the reproducer shows the failure")
+    crashes = [c for c in crashes if not c.get("while_reporting")]
     if not crashes:
         return
     if not CAN_FORK:

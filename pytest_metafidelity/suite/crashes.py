@@ -76,12 +76,16 @@ def _step_watchdog(block: str) -> bool:
 def describe(record: dict[str, Any]) -> str:
     """One line: how the process ended."""
     if record["status"] == HUNG:
-        return f"hung (no result within {record.get('timeout')} s; process ended by the time limit)"
-    if record.get("signal"):
-        return f"crashed ({record['signal']})"
-    if record.get("exit_status") is not None:
-        return f"crashed (exit status {record['exit_status']})"
-    return "crashed (the process ended without a report)"
+        how = f"hung (no result within {record.get('timeout')} s; process ended by the time limit)"
+    elif record.get("signal"):
+        how = f"crashed ({record['signal']})"
+    elif record.get("exit_status") is not None:
+        how = f"crashed (exit status {record['exit_status']})"
+    else:
+        how = "crashed (the process ended without a report)"
+    if record.get("while_reporting"):
+        how += " while its failure was being reported"
+    return how
 
 
 def crash_record(
@@ -111,6 +115,9 @@ def crash_record(
         "checks": entry.checks,
         "devices": entry.devices,
         "earlier_run": earlier_run,
+        # failed, then crashed in reporting (the frames say where): the
+        # reproducer shows the failure; the crash may need the report's code
+        "while_reporting": entry.reporting,
         "saved_to_database": False,
     }
     record["reproducer_file"] = write_reproducer(record, directory)

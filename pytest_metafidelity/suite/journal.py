@@ -48,6 +48,10 @@ class JournalEntry:
     database_key: str = ""  # hex of the item's Hypothesis database key
     example: int = 0  # index of the example within its item (0-based)
     timeout: float | None = None  # the per-example time limit armed, seconds
+    # The example has failed and its failure is being reported (formatted by
+    # pytest and Hypothesis, written to the report): a crash now is still
+    # this example's, though its reproducer shows the failure, not the crash.
+    reporting: bool = False
 
     @classmethod
     def from_json(cls, text: str) -> "JournalEntry | None":
@@ -60,7 +64,8 @@ class JournalEntry:
 
 
 class Journal:
-    """This process's journal.  ``begin`` before an example, ``end`` after."""
+    """This process's journal.  ``begin`` before an example; after it, ``end``
+    or, when it failed, ``reporting`` until the failure is reported."""
 
     def __init__(self, directory: str, name: str, timeout: float | None) -> None:
         os.makedirs(directory, exist_ok=True)
@@ -71,6 +76,7 @@ class Journal:
         self._faults: IO[str] = open(self.faults_path, "w")
         self._previous_faulthandler: bool | None = None  # until the first example
         self._armed_at = _NEVER
+        self._entry: JournalEntry | None = None  # the example begun last
         self._idle = json.dumps(vars(JournalEntry(IDLE, os.getpid()))).encode()
         self._write_bytes(self._idle)
 
@@ -95,6 +101,7 @@ class Journal:
         entry.pid = os.getpid()
         if self._previous_faulthandler is None:
             self._take_faulthandler()
+        self._entry = entry
         self._write(entry)
         if self.timeout:
             # Arming starts (and disarming joins) a watchdog thread: costly
@@ -106,8 +113,16 @@ class Journal:
                 self._armed_at = now
 
     def end(self) -> None:
-        """The example finished (passed or failed in Python)."""
+        """The example finished and nothing of it is left to report."""
+        self._entry = None
         self._write_bytes(self._idle)
+
+    def reporting(self) -> None:
+        """The example failed: it stays on record while pytest and Hypothesis
+        format and report the failure (until the next ``begin`` or ``end``)."""
+        if self._entry is not None and not self._entry.reporting:
+            self._entry.reporting = True
+            self._write(self._entry)
 
     def disarm(self) -> None:
         """No example runs for a while (the item is over): stop the timer."""

@@ -311,6 +311,7 @@ def _run_example(
             example=run.tallies.get(nodeid, Counter())["examples"],
         ))
     example_timeout = opts.example_timeout if opts else DEFAULT_EXAMPLE_TIMEOUT
+    failed = True  # until it passes: a failure stays in the journal while it is reported
     try:
         with recipe.active_contexts() as namespace, \
                 step_time_limit.for_example_timeout(example_timeout):
@@ -323,6 +324,7 @@ def _run_example(
                 strict=opts.strict if opts else False,
                 program=program,
             )
+        failed = not result.ok
     except SystemExit as e:
         if run is not None:
             run.tallies.setdefault(nodeid, Counter())["examples"] += 1
@@ -331,7 +333,10 @@ def _run_example(
             program=program)) from None
     finally:
         if journal is not None:
-            journal.end()
+            if failed:
+                journal.reporting()
+            else:
+                journal.end()
     if run is not None:
         run.examples_done += 1
         digest = run.digests.setdefault(nodeid, hashlib.sha256())

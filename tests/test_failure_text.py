@@ -1,0 +1,82 @@
+"""A suite item's failure is shown as the finding's own text; anything else
+keeps pytest's traceback, never with the frames' arguments or locals
+(printing a tensor can kill the process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_metafidelity.faithful import FidelityError, check_faithful
+from pytest_metafidelity.suite.failure_text import repr_suite_failure
+
+
+def _lossy(conv: Any) -> list[Any]:
+    from pytest_metafidelity.checks import Mismatch
+
+    return [Mismatch(check="lossy", path="t0", attribute="storage_offset()", real=1, fake=0)]
+
+
+@pytest.fixture
+def failing_result(monkeypatch: pytest.MonkeyPatch) -> Any:
+    from pytest_metafidelity import checks
+
+    checks.all_checks()
+    monkeypatch.setitem(checks._CHECKS, "lossy", checks.CheckSpec("lossy", "test", _lossy))
+    return check_faithful(torch.ones(2), converters=["meta"], checks=["lossy"])
+
+
+def _raised(error: BaseException, *, secret: torch.Tensor) -> pytest.ExceptionInfo[Any]:
+    def inner(tensor_argument: torch.Tensor) -> None:
+        raise error
+
+    try:
+        inner(secret)
+    except BaseException:
+        return pytest.ExceptionInfo.from_current()
+    raise AssertionError("not raised")
+
+
+def _item(pytester: pytest.Pytester, *args: str) -> Any:
+    [item] = pytester.getmodulecol("def test_x(): pass", configargs=list(args)).collect()
+    return item
+
+
+@pytest.fixture
+def item(pytester: pytest.Pytester) -> Any:
+    return _item(pytester)
+
+
+def test_a_finding_is_its_own_text_and_notes(item: pytest.Item, failing_result: Any) -> None:
+    error = FidelityError(failing_result)
+    error.add_note("Falsifying example: test_fidelity(...)")
+    text = repr_suite_failure(item, _raised(error, secret=torch.full((3,), 7.25)))
+    assert isinstance(text, str)
+    assert text.startswith("FidelityError: 1 broken invariant(s)")
+    assert "storage_offset()" in text and "Reproducer (runnable Python):" in text
+    assert text.endswith("\nFalsifying example: test_fidelity(...)")
+    assert "7.25" not in text and "tensor_argument" not in text
+
+
+def test_several_findings_are_each_shown(item: pytest.Item, failing_result: Any) -> None:
+    group = ExceptionGroup("Hypothesis found 2 distinct failures.",
+                           [FidelityError(failing_result), FidelityError(failing_result)])
+    group.add_note("seen by the group")
+    text = repr_suite_failure(item, _raised(group, secret=torch.full((3,), 7.25)))
+    assert text.startswith("2 distinct failures\n\nFidelityError: ")
+    assert text.count("FidelityError: 1 broken invariant(s)") == 2
+    assert text.endswith("\nseen by the group") and "7.25" not in text
+
+
+@pytest.mark.parametrize("tbstyle", ["auto", "long", "short"])
+def test_another_error_keeps_its_traceback_without_arguments(
+        pytester: pytest.Pytester, tbstyle: str) -> None:
+    item = _item(pytester, f"--tb={tbstyle}", "--showlocals")
+    info = _raised(KeyError("no such kind"), secret=torch.full((3,), 7.25))
+    text = str(repr_suite_failure(item, info))
+    assert "KeyError: 'no such kind'" in text and "raise error" in text
+    assert "7.25" not in text and "tensor_argument =" not in text
+    # pytest's own formatting, for comparison, prints the tensor.
+    assert "7.25" in str(item.repr_failure(info))
