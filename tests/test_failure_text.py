@@ -39,14 +39,11 @@ def _raised(error: BaseException, *, secret: torch.Tensor) -> pytest.ExceptionIn
     raise AssertionError("not raised")
 
 
-def _item(pytester: pytest.Pytester, *args: str) -> Any:
-    [item] = pytester.getmodulecol("def test_x(): pass", configargs=list(args)).collect()
-    return item
-
-
 @pytest.fixture
-def item(pytester: pytest.Pytester) -> Any:
-    return _item(pytester)
+def item(request: pytest.FixtureRequest) -> Any:
+    """This test's own item (a pytester session would drop the torch modules
+    imported meanwhile from sys.modules, and torch cannot import them twice)."""
+    return request.node
 
 
 def test_a_finding_is_its_own_text_and_notes(item: pytest.Item, failing_result: Any) -> None:
@@ -72,8 +69,9 @@ def test_several_findings_are_each_shown(item: pytest.Item, failing_result: Any)
 
 @pytest.mark.parametrize("tbstyle", ["auto", "long", "short"])
 def test_another_error_keeps_its_traceback_without_arguments(
-        pytester: pytest.Pytester, tbstyle: str) -> None:
-    item = _item(pytester, f"--tb={tbstyle}", "--showlocals")
+        item: Any, monkeypatch: pytest.MonkeyPatch, tbstyle: str) -> None:
+    monkeypatch.setattr(item.config.option, "tbstyle", tbstyle)
+    monkeypatch.setattr(item.config.option, "showlocals", True)
     info = _raised(KeyError("no such kind"), secret=torch.full((3,), 7.25))
     text = str(repr_suite_failure(item, info))
     assert "KeyError: 'no such kind'" in text and "raise error" in text
