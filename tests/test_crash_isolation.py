@@ -273,7 +273,7 @@ def test_a_failure_is_reported_without_printing_its_frames_tensors(
         "FidelityError: internal error in check 'unprintable'*",
         "*in _compare*", "*ValueError: the check gave up",
         "Reproducer (runnable Python):", "*assert_faithful(t0, converters=*",
-        "Falsifying example: test_fidelity(*",
+        "Fa*: test_fidelity(*",  # "Falsifying example" ("Failing test case" after 6.16x)
     ])
     assert "conv = Conversion(" not in out and "unprintable = " not in out
     [item] = json.loads(report.read_text())["items"]
@@ -318,7 +318,9 @@ def test_a_crash_while_a_failure_is_reported_keeps_the_case(pytester: pytest.Pyt
     [item] = doc["items"]
     [crash] = item["crashes"]
     assert crash["status"] == "crashed" and crash["signal"] == "SIGABRT"
-    assert crash["while_reporting"] is True and crash["example"] == 0
+    # (the first failure Hypothesis formats: a found one, or only the
+    # shrunk one in later Hypothesis versions)
+    assert crash["while_reporting"] is True and crash["example"] >= 0
     assert "conftest.py" in crash["frames"]  # where it died: the formatting
     assert crash["shrinking"].startswith("not shrunk: it crashed while its failure")
     # The reproducer is the failing example's, and shows the failure standalone.
