@@ -120,6 +120,27 @@ def test_journal_keeps_the_running_example_until_it_ends(tmp_path) -> None:
     assert not os.listdir(tmp_path)
 
 
+def test_journal_keeps_a_failed_example_until_its_failure_is_reported(tmp_path) -> None:
+    j = journal.Journal(str(tmp_path), "w", timeout=None)
+    try:
+        entry = journal.JournalEntry(journal.RUNNING, 0, nodeid="n", example=2)
+        j.begin(entry)
+        j.reported()  # nothing failed: the running example stays
+        assert journal.read(str(tmp_path), "w").entry.reporting is False
+        j.reporting()
+        remains = journal.read(str(tmp_path), "w")
+        assert remains is not None and remains.entry.reporting is True
+        assert (remains.entry.nodeid, remains.entry.example) == ("n", 2)
+        j.reported()  # Hypothesis moved on
+        assert journal.read(str(tmp_path), "w") is None
+        j.begin(journal.JournalEntry(journal.RUNNING, 0, nodeid="n", example=3))
+        j.reporting()
+        j.begin(journal.JournalEntry(journal.RUNNING, 0, nodeid="n", example=4))
+        assert journal.read(str(tmp_path), "w").entry.reporting is False  # a new example
+    finally:
+        j.close()
+
+
 def test_abandoned_journals_are_those_of_dead_processes(tmp_path) -> None:
     run = tmp_path / "run-1"
     run.mkdir()

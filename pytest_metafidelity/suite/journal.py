@@ -65,7 +65,8 @@ class JournalEntry:
 
 class Journal:
     """This process's journal.  ``begin`` before an example; after it, ``end``
-    or, when it failed, ``reporting`` until the failure is reported."""
+    or, when it failed, ``reporting`` until the failure is reported
+    (``reported``, or the next ``begin``)."""
 
     def __init__(self, directory: str, name: str, timeout: float | None) -> None:
         os.makedirs(directory, exist_ok=True)
@@ -123,6 +124,12 @@ class Journal:
         if self._entry is not None and not self._entry.reporting:
             self._entry.reporting = True
             self._write(self._entry)
+
+    def reported(self) -> None:
+        """Whatever failed before has been reported (Hypothesis moved on to
+        the next example): a crash from here on is not the failed example's."""
+        if self._entry is not None and self._entry.reporting:
+            self.end()
 
     def disarm(self) -> None:
         """No example runs for a while (the item is over): stop the timer."""

@@ -297,10 +297,12 @@ def _run_example(
     from ..faithful import FidelityError, check_faithful
     from ..reproducer import reproducer_source
 
+    journal = run.journal if run is not None else None
+    if journal is not None:
+        journal.reported()  # the previous example's failure, if any
     recipe, order = draw_case(data, item.kind, devices)
     program = draw_program(data, recipe, opts)
     checks = list(opts.checks) if opts and opts.checks != tuple(all_checks()) else None
-    journal = run.journal if run is not None else None
     if journal is not None:
         journal.begin(JournalEntry(
             RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
