@@ -78,3 +78,23 @@ def test_another_error_keeps_its_traceback_without_arguments(
     assert "7.25" not in text and "tensor_argument =" not in text
     # pytest's own formatting, for comparison, prints the tensor.
     assert "7.25" in str(item.repr_failure(info))
+
+
+def test_a_conversion_shows_its_tensors_metadata_never_their_values() -> None:
+    """What a traceback showing a check's ``conv`` argument prints, even for
+    a user's own ``assert_faithful`` test outside the suite."""
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.child import run_in_child
+    from pytest_metafidelity.converters import make_converter
+
+    t = torch.arange(4.0)
+    t.untyped_storage().resize_(0)  # torch's own repr of it segfaults
+    conv = Conversion(names=("t0", "t1"), real=(t, torch.ones(2, dtype=torch.int64)),
+                      fake=(None, torch.empty(2, device="meta")),
+                      converter=make_converter("meta"))
+    assert run_in_child(lambda: repr(conv), timeout=60).exit_status == 0
+    assert repr(conv) == (
+        "Conversion(names=('t0', 't1'), converter='meta', "
+        "real=(Tensor(size=(4,), dtype=torch.float32, device=cpu), "
+        "Tensor(size=(2,), dtype=torch.int64, device=cpu)), "
+        "fake=(None, Tensor(size=(2,), dtype=torch.float32, device=meta)))")

@@ -94,6 +94,27 @@ class Conversion:
     def pairs(self) -> Iterator[tuple[str, "torch.Tensor", "torch.Tensor | None"]]:
         return iter(zip(self.names, self.real, self.fake))
 
+    def __repr__(self) -> str:
+        """The tensors' metadata, never their values: a traceback that shows
+        a check's arguments prints this, and torch's repr of a tensor whose
+        storage holds no bytes segfaults."""
+        converter = getattr(self.converter, "name", type(self.converter).__name__)
+        real = ", ".join(_outline(t) for t in self.real)
+        fake = ", ".join(_outline(t) for t in self.fake)
+        return (f"Conversion(names={self.names!r}, converter={converter!r}, "
+                f"real=({real}), fake=({fake}))")
+
+
+def _outline(t: Any) -> str:
+    """``Tensor(size=..., dtype=..., device=...)``, read without touching data."""
+    if t is None:
+        return "None"
+    try:
+        return (f"{type(t).__name__}(size={tuple(t.shape)}, dtype={t.dtype}, "
+                f"device={t.device})")
+    except Exception as e:  # a tensor whose metadata cannot be read
+        return f"{type(t).__name__}(<{type(e).__name__}>)"
+
 
 CheckFn = Callable[[Conversion], list[Mismatch]]
 
