@@ -31,7 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 REQUIREMENTS = ROOT / "requirements-dev.txt"
 PYPROJECT = ROOT / "pyproject.toml"
-TESTS = ["-m", "pytest", "-n", "auto"]
+# Every test ends: one still running after 10 minutes (the slowest takes about
+# one) fails with every thread's stack, and its worker is replaced, instead of
+# holding the run until CI's own limit.  The processes tests start have their
+# own limit (tests/process_time_limits.py).
+TESTS = ["-m", "pytest", "-n", "auto", "--timeout=600", "--timeout-method=thread"]
 COMMANDS = {
     "fidelity": ["-m", "pytest", "--metafidelity"],
     "test": TESTS,

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -111,3 +112,39 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (path,) = out.glob("pytest_metafidelity-*.whl")
     return path
+
+
+# -- every process a test starts ends ----------------------------------------------------
+
+@pytest.fixture
+def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """pytester, whose subprocesses are stopped at a time limit
+    (tests/process_time_limits.py): the test then fails with the stacks
+    each of its processes was in."""
+    from process_time_limits import ProcessWatch
+
+    watches: list[ProcessWatch] = []
+    popen, run = pytester.popen, pytester.run
+
+    def watched_popen(*args: Any, **kwargs: Any) -> Any:
+        process = popen(*args, **kwargs)
+        watches.append(ProcessWatch(process))
+        return process
+
+    def limited_run(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        del watches[:]
+        try:
+            result = run(*args, **kwargs)
+        finally:
+            for watch in watches:
+                watch.close()
+        for watch in watches:
+            if watch.fired:
+                pytest.fail(watch.failure(args, (pytester.path / "stderr").read_text()),
+                            pytrace=False)
+        return result
+
+    monkeypatch.setattr(pytester, "popen", watched_popen)
+    monkeypatch.setattr(pytester, "run", limited_run)
+    return pytester

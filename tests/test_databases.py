@@ -22,6 +22,7 @@ from hypothesis.database import (DirectoryBasedExampleDatabase, GitHubArtifactDa
 from pytest_metafidelity import databases
 from pytest_metafidelity.options import OptionError
 
+from process_time_limits import run_limited
 from test_plugin import DROP_VIEW_OFFSET
 
 QUIET = ["-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
@@ -282,8 +283,7 @@ ITEM_SETTINGS = textwrap.dedent(
 def test_items_inherit_the_database_from_the_settings_profile(tmp_path: Path) -> None:
     script = tmp_path / "item_settings.py"
     script.write_text(ITEM_SETTINGS)
-    result = subprocess.run([sys.executable, str(script), str(tmp_path / "db")],
-                            capture_output=True, text=True, cwd=tmp_path)
+    result = run_limited([sys.executable, str(script), str(tmp_path / "db")], cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "ci alone: None True",  # the ci profile: derandomized, no database

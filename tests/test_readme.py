@@ -6,11 +6,12 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from process_time_limits import run_limited
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -55,9 +56,8 @@ def test_readme_pytest_command_runs(command: str, pytester: pytest.Pytester) -> 
 
 def test_readme_fidelity_command_runs() -> None:
     env = {**os.environ, **QUICK_ENV}
-    result = subprocess.run([sys.executable, str(ROOT / "dev.py"), "fidelity", "-q",
-                             "-p", "no:cacheprovider"],
-                            cwd=ROOT, env=env, capture_output=True, text=True)
+    result = run_limited([sys.executable, str(ROOT / "dev.py"), "fidelity", "-q",
+                          "-p", "no:cacheprovider"], cwd=ROOT, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "metafidelity: kinds x converters" in result.stdout
 

@@ -8,13 +8,14 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from process_time_limits import run_limited
 
 from pytest_metafidelity import databases
 from pytest_metafidelity.options import OPTIONS
@@ -130,8 +131,8 @@ def _run_step(job_name: str, step_name: str, cwd: Path, matrix: dict[str, Any],
     env["PATH"] = os.pathsep.join([*([str(programs)] if programs else []),
                                    str(Path(sys.executable).parent), env["PATH"]])
     env.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", _evaluate(step["run"], matrix)],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return run_limited(["bash", "-euo", "pipefail", "-c", _evaluate(step["run"], matrix)],
+                       cwd=cwd, env=env)
 
 
 # Neither is reachable from here: PyTorch's index of CPU wheels, and
@@ -163,8 +164,7 @@ def test_every_jobs_install_step_resolves_here(wheel: Path) -> None:
         local = local.replace("pip install ", "pip install --dry-run ", 1)
         env = {**os.environ, **_env(job, step, matrix)}
         env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env["PATH"]])
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", local], env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = run_limited(["bash", "-euo", "pipefail", "-c", local], env=env)
         assert done.returncode == 0, (name, local, done.stdout[-3000:], done.stderr[-3000:])
         assert "Would install" in done.stdout and "pytest-metafidelity" in done.stdout, (
             name, done.stdout[-3000:])

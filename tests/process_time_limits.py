@@ -1,0 +1,118 @@
+"""Time limits for the processes the tests start, and where a hung one was.
+
+A test that starts ``pytest --metafidelity`` (pytester's
+``runpytest_subprocess``, the workflow's shell steps) waits for it.  Without a
+limit, a process that never ends holds the test, and the CI run, until CI's
+own limit ends everything and says nothing about where it hung.  With
+``subprocess.run(timeout=...)`` alone the wait can still be endless: the
+timeout kills the direct child, then waits for its output pipes, which its
+own children (pytest-xdist's workers) keep open.
+
+So a process still running at its limit is stopped with ``SIGABRT``, its
+descendants first: pytest and the suite enable :mod:`faulthandler`, so each
+Python process writes its threads' stacks to its stderr as it dies.  What
+is left is killed.  The test then fails saying so, with that stderr.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+# The slowest test's pytest subprocess takes about 1 minute on a 2-core runner.
+PROCESS_LIMIT_S = 300.0
+# How long the aborted processes get to write their stacks before the kill.
+ABORT_GRACE_S = 5.0
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes under ``pid``, deepest first (Linux ``/proc``; elsewhere
+    none are found and only the process itself is stopped)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+            fields = entry.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.parent.name))
+    found: list[int] = []
+    level = [pid]
+    while level:
+        level = [child for parent in level for child in children.get(parent, [])]
+        found[:0] = level
+    return found
+
+
+def _signal(pids: list[int], number: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, number)
+        except ProcessLookupError:
+            pass
+
+
+def stop_tree(process: subprocess.Popen) -> None:
+    """Abort ``process`` and its descendants (stacks to their stderr), then
+    kill whatever is still there."""
+    tree = [*descendants(process.pid), process.pid]
+    _signal(tree, signal.SIGABRT)
+    deadline = time.monotonic() + ABORT_GRACE_S
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    _signal([*descendants(process.pid), *tree], signal.SIGKILL)
+
+
+class ProcessWatch:
+    """Stops ``process`` (:func:`stop_tree`) if it is still running after
+    ``limit_s``; ``fired`` says whether it had to."""
+
+    def __init__(self, process: subprocess.Popen, limit_s: float | None = None) -> None:
+        self.process = process
+        self.limit_s = PROCESS_LIMIT_S if limit_s is None else limit_s
+        self.fired = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="process-time-limit",
+                                        daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        deadline = time.monotonic() + self.limit_s
+        while not self._done.wait(0.2):
+            if self.process.poll() is not None:
+                return
+            if time.monotonic() >= deadline:
+                self.fired = True
+                stop_tree(self.process)
+                return
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def failure(self, command: Any, stderr: str) -> str:
+        return (f"still running after {self.limit_s:.0f} s, so stopped (SIGABRT, then SIGKILL): "
+                f"{command}\nits stderr (each Python process's stacks as it was aborted):\n"
+                + stderr[-20000:])
+
+
+def run_limited(command: list[str], limit_s: float | None = None,
+                **kwargs: Any) -> subprocess.CompletedProcess:
+    """:func:`subprocess.run` with output captured as text, stopped with its
+    descendants at ``limit_s``; raises :class:`AssertionError` with its stderr
+    if it was."""
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          **kwargs) as process:
+        watch = ProcessWatch(process, limit_s)
+        try:
+            stdout, stderr = process.communicate()
+        finally:
+            watch.close()
+    if watch.fired:
+        raise AssertionError(watch.failure(command, stderr))
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
