@@ -358,6 +358,50 @@ def test_an_unchecked_storage_bound_the_control_may_check_is_a_known_difference(
     assert ids, outcome.describe()
 
 
+def test_an_inference_tensor_past_its_storage_bound_is_the_same_known_difference(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Found by a fidelity run (described kind, inference, shrunk storage):
+    # detach() on the converted fake, the first of its dispatch-cache key in
+    # the process, is validated by making its output with set_(), which gives
+    # the zero-byte storage its bytes back; transpose_ then passes the bounds
+    # check the real tensor fails and meets the inference-tensor check.  The
+    # control's detach() is bypassed by then: it raises as the real one does.
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    monkeypatch.setattr(FakeTensorMode, "cache", {})  # this test's own cache history
+    with torch.inference_mode():
+        t = torch.zeros((1, 1, 1))
+    t.untyped_storage().resize_(0)
+    outcome = behaviour(t, program="p0 = t0.detach()\nt0.transpose_(0, 1)", converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [(m.attribute, m.fake[:48]) for _, m in outcome.known] == [
+        ("raised", "RuntimeError: Inplace update to inference tensor")]
+    assert {entry_id for entry_id, _ in outcome.known} == {
+        "behaviour-static-storage-bounds-unchecked"}
+
+
+@pytest.mark.parametrize("fake, explained", [
+    ("nothing", True),
+    ("RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.", True),
+    ("RuntimeError: setStorage: ... out of bounds for storage of size 4", False),
+    ("RuntimeError: The size of tensor a (2) must match", False),
+])
+def test_the_unchecked_storage_bound_entry_needs_the_fake_past_the_bound(
+        fake: str, explained: bool) -> None:
+    from pytest_metafidelity.checks import Conversion
+    from pytest_metafidelity.known_differences import Case
+    from pytest_metafidelity.known_differences.definitions.behaviour import (
+        behaviour_storage_bounds_unchecked as holds,
+    )
+
+    t = torch.zeros(1)
+    conversion = Conversion(("t0",), (t,), (None,), None)
+    real = ("RuntimeError: setStorage: sizes [1], strides [1], storage offset 0, and itemsize 4 "
+            "requiring a storage size of 4 are out of bounds for storage of size 0")
+    conversion.behaviour_differences = {("raised", real, fake, 1, (1,), "*")}
+    assert holds(Case("fake", "t0", t, (t,), conversion)) is explained
+
+
 def test_a_cached_zero_element_view_at_an_offset_is_a_known_difference() -> None:
     # The dispatch cache serves reshape((0,)) after view(-1) with a tensor
     # made by empty_strided: another storage, and storage offset 0 where eager
