@@ -52,6 +52,46 @@ def test_a_step_that_finishes_returns_its_value_and_is_not_interrupted_later() -
     assert run_within(None, lambda: 43) == 43
 
 
+def spin_then_swallow_the_stop() -> str:
+    try:
+        spin_forever()
+    except BaseException:  # as a bare ``except:`` in the code a step calls does
+        pass
+    return "carried on"
+
+
+def spin_then_fail_in_cleanup() -> None:
+    try:
+        spin_forever()
+    finally:  # as a context manager whose exit fails once interrupted does
+        raise RuntimeError("mode stack corrupted")
+
+
+def in_a_thread_bounded(fn) -> object:
+    """``fn()`` in a daemon thread; fails instead of hanging the test."""
+    out: list[object] = []
+    thread = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "still running after 30 s"
+    return out[0]
+
+
+@pytest.mark.parametrize("step", [spin_then_swallow_the_stop, spin_then_fail_in_cleanup])
+def test_a_step_that_swallows_or_replaces_the_stop_is_still_reported_stopped(step) -> None:
+    # The stop arrives inside the step; the step then returns, or raises
+    # something else.  The step ran past its limit all the same, and the
+    # caller must not wait for a stop that has already come.
+    result = in_a_thread_bounded(lambda: run_within(0.3, step))
+    assert isinstance(result, StepTimeout), result
+    assert "did not finish within 0.3 s" in str(result)
+    if step is spin_then_fail_in_cleanup:  # where it was is known from the chain
+        assert result.stuck_in[0].endswith("spin_forever"), result.stuck_in
+    end = time.monotonic() + 0.2
+    while time.monotonic() < end:  # and no stray stop arrives afterwards
+        pass
+
+
 def test_the_process_runs_normally_after_stops_and_near_misses() -> None:
     # Cancelling a scheduled stop (PyThreadState_SetAsyncExc with NULL) leaves
     # CPython 3.11's "async exception pending" flag set for good; a Hypothesis

@@ -160,6 +160,11 @@ class _Watchdog:
         return _Armed(self, seconds)
 
 
+# How long a stop the watchdog has sent may take to arrive in a thread that
+# runs Python code: the next bytecode boundary, normally microseconds away.
+ARRIVAL_S = 1.0
+
+
 class _Armed:
     """Arms the watchdog for the enclosed step.
 
@@ -167,9 +172,19 @@ class _Armed:
     with no exception clears the thread's pending one but leaves the
     interpreter's "async exception pending" flag set, which sends every later
     bytecode through the slow path -- the whole process runs many times
-    slower.  So when the watchdog fired as the step was ending, this waits
-    for the stop to arrive (at once) and lets it out: the step is reported
-    as timed out, which it was, within a scheduling delay."""
+    slower.  So when the watchdog fired, the step is reported as stopped
+    (:class:`StepExpired` leaves this block), which it was, within a
+    scheduling delay:
+
+    * the stop came out of the step: it goes on;
+    * the step ended as the watchdog fired: the stop arrives here at once,
+      while this waits for it;
+    * the stop arrived inside the step, which swallowed it (``except
+      BaseException``) or raised another exception in its place (a
+      ``finally`` or context-manager exit failing on the interrupted state):
+      it is re-raised from the exception's context chain, or, swallowed
+      without trace, a new one is raised once :data:`ARRIVAL_S` has shown
+      that none is pending."""
 
     def __init__(self, dog: _Watchdog, seconds: float) -> None:
         self.dog = dog
@@ -179,11 +194,27 @@ class _Armed:
         self.dog._active[self.arm] = True
         self.dog._wake.set()
 
-    def __exit__(self, exc_type: Any, *_: Any) -> None:
+    def __exit__(self, exc_type: Any, exc: BaseException | None, _tb: Any) -> None:
         if self.dog._active.pop(self.arm, False) or exc_type is StepExpired:
-            return  # not fired; or fired, and its stop already arrived
-        while True:  # fired: the stop arrives at the next bytecode boundary
-            time.sleep(0.0001)
+            return  # not fired; or fired, and its stop came out of the step
+        arrived = _stop_in_chain(exc)
+        if arrived is None:
+            deadline = time.monotonic() + ARRIVAL_S
+            while time.monotonic() < deadline:  # a pending stop arrives here
+                time.sleep(0.0001)
+            arrived = StepExpired()  # it had arrived, and left no trace
+        raise arrived  # its context: exc (CPython cuts the cycle through the chain)
+
+
+def _stop_in_chain(exc: BaseException | None) -> StepExpired | None:
+    """The :class:`StepExpired` among ``exc``'s causes and contexts."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, StepExpired):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 _dog: tuple[int, _Watchdog] | None = None
