@@ -120,10 +120,11 @@ def _raise_in(thread_id: int, exc: type[BaseException]) -> None:
 class _Arm:
     """One armed step: the thread to stop and when."""
 
-    __slots__ = ("tid", "deadline")
+    __slots__ = ("tid", "deadline", "sent")
 
     def __init__(self, tid: int, deadline: float) -> None:
         self.tid, self.deadline = tid, deadline
+        self.sent = False  # the watchdog has scheduled the stop
 
 
 class _Watchdog:
@@ -152,7 +153,10 @@ class _Watchdog:
             now = time.monotonic()
             for arm in list(self._active):
                 if arm.deadline <= now and self._active.pop(arm, False):
-                    _raise_in(arm.tid, StepExpired)
+                    try:
+                        _raise_in(arm.tid, StepExpired)
+                    finally:
+                        arm.sent = True
             soonest = min((a.deadline for a in list(self._active)), default=now + self.POLL_S)
             time.sleep(min(self.POLL_S, max(soonest - now, 0.0)))
 
@@ -178,7 +182,7 @@ class _Armed:
 
     * the stop came out of the step: it goes on;
     * the step ended as the watchdog fired: the stop arrives here at once,
-      while this waits for it;
+      while this waits for it (once the watchdog says it has sent it);
     * the stop arrived inside the step, which swallowed it (``except
       BaseException``) or raised another exception in its place (a
       ``finally`` or context-manager exit failing on the interrupted state):
@@ -199,6 +203,8 @@ class _Armed:
             return  # not fired; or fired, and its stop came out of the step
         arrived = _stop_in_chain(exc)
         if arrived is None:
+            while not self.arm.sent:  # the watchdog took the step; its stop is on the way
+                time.sleep(0.0001)
             deadline = time.monotonic() + ARRIVAL_S
             while time.monotonic() < deadline:  # a pending stop arrives here
                 time.sleep(0.0001)
