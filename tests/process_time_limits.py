@@ -26,7 +26,7 @@ from typing import Any
 
 # The slowest test's pytest subprocess takes about 1 minute on a 2-core runner.
 PROCESS_LIMIT_S = 300.0
-# How long the aborted processes get to write their stacks before the kill.
+# How long each aborted process gets to write its stacks and exit.
 ABORT_GRACE_S = 5.0
 
 
@@ -57,15 +57,30 @@ def _signal(pids: list[int], number: int) -> None:
             pass
 
 
+def _gone(pid: int) -> bool:
+    """Exited (a zombie, or reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except (OSError, IndexError):
+        return True
+
+
 def stop_tree(process: subprocess.Popen) -> None:
-    """Abort ``process`` and its descendants (stacks to their stderr), then
-    kill whatever is still there."""
+    """Abort ``process`` and its descendants, one at a time, deepest first,
+    so that their stacks, written to a shared stderr, do not interleave;
+    then kill whatever is still there."""
     tree = [*descendants(process.pid), process.pid]
-    _signal(tree, signal.SIGABRT)
-    deadline = time.monotonic() + ABORT_GRACE_S
-    while process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    _signal([*descendants(process.pid), *tree], signal.SIGKILL)
+    for pid in tree:
+        _signal([pid], signal.SIGABRT)
+        deadline = time.monotonic() + ABORT_GRACE_S
+        while not (process.poll() is not None if pid == process.pid else _gone(pid)):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+    left = [pid for pid in tree if pid != process.pid and not _gone(pid)]
+    if process.poll() is None:
+        left = [*descendants(process.pid), *left, process.pid]
+    _signal(left, signal.SIGKILL)
 
 
 class ProcessWatch:

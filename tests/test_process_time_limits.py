@@ -17,14 +17,15 @@ SLEEPER = "import time\ntime.sleep(600)\n"
 
 def test_a_hung_pytest_subprocess_fails_the_test_with_its_workers_stacks(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(process_time_limits, "PROCESS_LIMIT_S", 8.0)
+    # Long enough for the xdist worker to reach the test on a loaded runner.
+    monkeypatch.setattr(process_time_limits, "PROCESS_LIMIT_S", 30.0)
     pytester.makepyfile(test_hangs="import time\n\ndef test_sleeps():\n    time.sleep(600)\n")
     started = time.monotonic()
     with pytest.raises(pytest.fail.Exception) as failed:
         pytester.runpytest_subprocess("-n", "1", "-p", "no:cacheprovider")
     assert time.monotonic() - started < 120
     message = str(failed.value)
-    assert message.startswith("still running after 8 s, so stopped (SIGABRT, then SIGKILL)")
+    assert message.startswith("still running after 30 s, so stopped (SIGABRT, then SIGKILL)")
     # The xdist worker's stack, written by faulthandler as it was aborted.
     assert "Fatal Python error: Aborted" in message
     assert 'test_hangs.py", line 4 in test_sleeps' in message
