@@ -402,6 +402,75 @@ def test_the_unchecked_storage_bound_entry_needs_the_fake_past_the_bound(
     assert holds(Case("fake", "t0", t, (t,), conversion)) is explained
 
 
+ACCUMULATE_INTO_A_TRANSPOSED_LEAF = ("t0.sum().abs().backward()\nwith torch.no_grad():\n"
+                                     "    t0.transpose_(0, 1)\nt0.sum().abs().backward()")
+
+
+@pytest.mark.parametrize("shape", [(0, 2, 0), (3, 2, 1)])
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic"])
+def test_a_broadcast_failing_in_other_words_is_a_known_operator_difference(
+        shape: tuple[int, ...], converter: str) -> None:
+    # Found by `dev.py fidelity` on a fresh clone (autograd_leaf, fake-dynamic):
+    # the second backward accumulates a (2, 0, 0) gradient into the (0, 2, 0)
+    # .grad; eager and the meta implementations word the failure differently.
+    (t,) = built(f"t0 = torch.zeros({shape})", "t0.requires_grad_()", outputs=("t0",))
+    outcome = behaviour(t, program=ACCUMULATE_INTO_A_TRANSPOSED_LEAF, converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {entry_id for entry_id, _ in outcome.known} == {"op:broadcast-error-wording"}
+    # A hand-made tensor has no control on the meta device: the errors decide.
+    outcome = behaviour(torch.zeros(shape, requires_grad=True),
+                        program=ACCUMULATE_INTO_A_TRANSPOSED_LEAF, converter=converter)
+    assert {entry_id for entry_id, _ in outcome.known} == {"op:broadcast-error-wording"}
+
+
+@pytest.mark.parametrize("fake, explained", [
+    ("RuntimeError: Attempting to broadcast a dimension of length 3 at -2! Mismatching argument "
+     "at index 1 had torch.Size([2, 3, 1]); but expected shape should be broadcastable to "
+     "[3, 2, 1]", True),
+    ("RuntimeError: Attempting to broadcast a dimension of length s57 at -2! Mismatching "
+     "argument at index 1 had torch.Size([2, s57, 1])", True),
+    # a length eager does not name: another failure
+    ("RuntimeError: Attempting to broadcast a dimension of length 5 at -2! Mismatching argument "
+     "at index 1 had torch.Size([2, 5, 1])", False),
+    ("RuntimeError: shape '[3]' is invalid for input of size 2", False),
+    ("nothing", False),
+])
+def test_the_broadcast_wording_entry_needs_the_same_failure_on_both_sides(
+        fake: str, explained: bool) -> None:
+    real = ("RuntimeError: The size of tensor a (2) must match the size of tensor b (3) at "
+            "non-singleton dimension 1")
+    m = Mismatch("behaviour", "*", "raised", real, fake)
+    assert op_differences.same_broadcast_failure(m, [m]) is explained
+
+
+def test_an_empty_grad_with_other_strides_where_the_control_differs_is_known() -> None:
+    # Found by `dev.py fidelity` on a fresh clone (dtype_view, refake): eager
+    # gives this empty tensor strides (2, 0, 0, 1), the control (2, 2, 2, 1);
+    # the converted view's AsStridedBackward0 gives its base's .grad the
+    # latter, so the control differs the same way.
+    (t,) = built("t0 = torch.arange(0, dtype=torch.float64).reshape((0, 1, 1, 2))"
+                 ".remainder(7).to(torch.float32)",
+                 "t0.requires_grad_()", "t1 = torch.view_as_complex(t0)", outputs=("t1",))
+    outcome = behaviour(t, program="t1.sum().abs().backward()", converter="refake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [(entry_id, m.path) for entry_id, m in outcome.known] == [
+        ("op:degenerate-strides", "t1._base.grad")]
+
+
+@pytest.mark.parametrize("real, fake, shape, explained", [
+    ((2, 0, 0, 1), (2, 2, 2, 1), (0, 1, 1, 2), True),  # no elements: no stride matters
+    ((2, 0, 0, 1), (2, 2, 2, 1), (3, 1, 1, 2), True),  # only size-1 dimensions differ
+    ((2, 1), (1, 2), (2, 2), False),  # a transposed layout
+    ((2, 1), (2, 1, 1), (2, 2), False),
+    ((2, 0, 0, 1), (2, 2, 2, 1), None, False),  # on no tensor: not judged
+])
+def test_the_degenerate_strides_operator_difference_needs_the_real_shape(
+        real: tuple, fake: tuple, shape: Any, explained: bool) -> None:
+    entry = next(e for e in op_differences.registry() if e.id == "degenerate-strides")
+    m = Mismatch("behaviour", "t1._base.grad", "stride()", real, fake)
+    assert entry.explains("t1.sum().abs().backward()", m, [m], shape) is explained
+
+
 def test_a_cached_zero_element_view_at_an_offset_is_a_known_difference() -> None:
     # The dispatch cache serves reshape((0,)) after view(-1) with a tensor
     # made by empty_strided: another storage, and storage offset 0 where eager
@@ -479,7 +548,7 @@ def test_an_eager_kernel_missing_for_the_dtype_is_known_where_no_control_can_be_
     assert "no control could be built" in m.detail
 
 
-def test_only_entries_the_real_side_decides_are_judged_without_a_control() -> None:
+def test_only_entries_the_errors_decide_are_judged_without_a_control() -> None:
     step = Program.parse("p1 = t1.reshape((0,))", ["t1"]).steps[0]
     moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
                      "shared with nothing")

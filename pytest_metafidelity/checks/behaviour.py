@@ -623,14 +623,17 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     step = program.steps[k]
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
+    numels = _numels(namespace, differs)
+    real_shapes = {m.path: shape for m, (_, shape) in zip(differs, numels)}
     if control is None:
-        entries = match_op_differences(conv, step, differs, without_control=True)
+        entries = match_op_differences(conv, step, differs, without_control=True,
+                                       real_shapes=real_shapes)
         if entries is not None:
             return _as_op_differences(conv, entries, differs, lambda m: (
-                f"{where}; no control could be built, and the real side's error alone "
-                "shows the operator difference"), k)
+                f"{where}; no control could be built, and the step's errors alone "
+                "show the operator difference"), k)
     if control is None or not {_key(m) for m in differs} <= control:
-        for m, (numel, shape) in zip(differs, _numels(namespace, differs)):
+        for m, (numel, shape) in zip(differs, numels):
             # (attribute, real, fake, elements and shape of the real tensor,
             # path): what the behaviour entries of the known-difference registry read
             _record(conv, "behaviour_differences",
@@ -644,7 +647,7 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
             check=CHECK, path=m.path, attribute=m.attribute, real=m.real, fake=m.fake,
             detail=f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
                 for m in differs]
-    entries = match_op_differences(conv, step, differs)
+    entries = match_op_differences(conv, step, differs, real_shapes=real_shapes)
     if entries is not None:
         return _as_op_differences(conv, entries, differs,
                                   lambda m: f"{where}; {m.attribute} differs on the control too",

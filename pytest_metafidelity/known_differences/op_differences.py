@@ -57,9 +57,13 @@ class OpDifference:
     # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
     # mismatch of the step at the same path.
     applies: Callable[[Any, Sequence[Any]], bool] | None = None
-    # The real side's error alone shows it (eager has no kernel, say): it is
-    # also judged where no control can be built.
-    real_side_decides: bool = False
+    # Optional: holds for a mismatch given the shape of the real tensor it is
+    # on (None where it is on none).
+    applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool] | None = None
+    # The step's errors alone show it (eager has no kernel; both sides state
+    # the same broken rule in their own words): it is also judged where no
+    # control can be built.
+    errors_decide: bool = False
 
     def active(self, converter: str, version: Any = None) -> bool:
         from . import version_in_range
@@ -68,18 +72,23 @@ class OpDifference:
             return False
         return version_in_range(version, self.since, self.until)
 
-    def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = ()) -> bool:
+    def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
+                 real_shape: tuple[int, ...] | None = None) -> bool:
         """Whether this entry explains ``mismatch`` of the step ``statement``;
-        ``same_path``: the step's mismatches at its path (itself included)."""
+        ``same_path``: the step's mismatches at its path (itself included);
+        ``real_shape``: the shape of the real tensor at that path."""
         if re.search(self.statement, statement) is None:
             return False
         if re.fullmatch(self.attribute, mismatch.attribute) is None:
             return False
-        if self.applies is not None:
-            try:
-                return bool(self.applies(mismatch, same_path or (mismatch,)))
-            except Exception:
+        try:
+            if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
                 return False
+            if self.applies_to_shape is not None and not self.applies_to_shape(mismatch,
+                                                                               real_shape):
+                return False
+        except Exception:
+            return False
         return True
 
 
@@ -109,6 +118,37 @@ def made_on_own_storage(m: Any, same_path: Sequence[Any]) -> bool:
     if m.attribute != "storage_offset()":
         return True
     return str(m.fake) == "0" and any(x.attribute == "storage identity" for x in same_path)
+
+
+# A broadcast that fails, in eager's words (TensorIterator, infer_size) and in
+# those of the meta implementations (torch._refs._broadcast_shapes).
+EAGER_BROADCAST_ERROR = re.compile(
+    r"RuntimeError: The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) "
+    r"at non-singleton dimension \d+")
+META_BROADCAST_ERROR = re.compile(
+    r"RuntimeError: Attempting to broadcast a dimension of length (\w+) at -\d+! "
+    r"Mismatching argument at index \d+ had torch\.Size")
+
+
+def same_broadcast_failure(m: Any, same_path: Sequence[Any]) -> bool:
+    """Both sides raised for shapes that do not broadcast, and the length
+    the fake side names is one eager names (or symbolic: ``s3``)."""
+    eager = EAGER_BROADCAST_ERROR.match(str(m.real))
+    meta = META_BROADCAST_ERROR.match(str(m.fake))
+    if eager is None or meta is None:
+        return False
+    length = meta.group(1)
+    return length in eager.groups() or re.fullmatch(r"[su]\d+", length) is not None
+
+
+def only_degenerate_strides(real: Sequence[int], fake: Sequence[int],
+                            shape: Sequence[int] | None) -> bool:
+    """Strides of a tensor of ``shape`` that differ only where they move
+    through no memory: at dimensions of size 1, or anywhere in a tensor
+    with no elements."""
+    if shape is None or not len(real) == len(fake) == len(shape):
+        return False
+    return 0 in shape or all(r == f or n == 1 for r, f, n in zip(real, fake, shape))
 
 
 ZERO_ELEMENT_VIEW_REPRODUCER = (
@@ -348,7 +388,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         attribute="raised",
         applies=lambda m, same_path: (
             m.attribute != "raised" or re.search(r"not implemented for '\w+'", str(m.real))),
-        real_side_decides=True,
+        errors_decide=True,
         reason=(
             "eager CPU kernels are not implemented for some dtypes (float8, bits, sub-byte "
             "integers, unsigned integers, complex32: 'not implemented for ...'), their meta "
@@ -411,13 +451,45 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="broadcast-error-wording",
+        statement=r".",
+        attribute="raised",
+        applies=same_broadcast_failure,
+        errors_decide=True,
+        reason=(
+            "a broadcast that fails (an in-place or binary op on shapes that do not broadcast; "
+            "a backward accumulating a gradient into a .grad of another shape, after an "
+            "in-place transpose_ of the leaf) raises in other words on meta and fake tensors: "
+            "eager says 'The size of tensor a (2) must match the size of tensor b (3) at "
+            "non-singleton dimension 1', the meta implementations (torch._refs) 'Attempting to "
+            "broadcast a dimension of length 3 at -2! ...': the same rule, the same sizes"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "def message(device):\n"
+            "    try:\n"
+            "        torch.zeros(3, 2, 1, device=device).add_(torch.zeros(2, 3, 1, device=device))\n"
+            "    except RuntimeError as e:\n"
+            "        return str(e)\n"
+            "assert message('cpu').startswith('The size of tensor a (2) must match the size of "
+            "tensor b (3)')\n"
+            "assert message('meta').startswith('Attempting to broadcast a dimension of length 3 "
+            "at -2!')\n"
+        ),
+    ),
+    OpDifference(
         id="degenerate-strides",
-        statement=r"\.(view|reshape|set_)\(",
+        statement=r"\.(view|reshape|set_)\(|backward\(",
         attribute=r"stride\(\)",
+        applies_to_shape=lambda m, shape: only_degenerate_strides(m.real, m.fake, shape),
         reason=(
             "strides of dimensions that do not move through memory (a tensor with no elements, "
             "dimensions of size 1) are computed differently: FakeTensorMode's view/reshape and "
-            "the meta kernel of set_() give contiguous strides where eager keeps the input's"
+            "the meta kernel of set_() give contiguous strides where eager keeps the input's; "
+            "fake kernels give an empty tensor other strides there (arange(0).reshape((0, 1, 1, "
+            "2)).to(torch.float32): (2, 2, 2, 1), eager (2, 0, 0, 1)), which a .grad after "
+            "backward follows"
         ),
         link=UNFILED,
         reproducer=DEGENERATE_STRIDES_REPRODUCER,
@@ -430,17 +502,20 @@ def registry() -> list[OpDifference]:
 
 
 def match_op_differences(conv: Any, step: Any, mismatches: Sequence[Any], *,
-                         without_control: bool = False) -> list[OpDifference] | None:
+                         without_control: bool = False,
+                         real_shapes: dict[str, Any] | None = None) -> list[OpDifference] | None:
     """For each of the step's differences, the active entry explaining it;
     None unless every one is explained.  ``without_control``: no control
-    could be built, and only entries the real side decides are asked."""
+    could be built, and only entries the step's errors decide are asked.
+    ``real_shapes``: the shape of the real tensor at each mismatch's path."""
     name = getattr(conv.converter, "name", "?")
     active = [e for e in OP_DIFFERENCES if e.active(name)
-              and (e.real_side_decides or not without_control)]
+              and (e.errors_decide or not without_control)]
     found = []
     for m in mismatches:
         same_path = [x for x in mismatches if x.path == m.path]
-        entry = next((e for e in active if e.explains(step.source, m, same_path)), None)
+        shape = (real_shapes or {}).get(m.path)
+        entry = next((e for e in active if e.explains(step.source, m, same_path, shape)), None)
         if entry is None:
             return None
         found.append(entry)

@@ -270,13 +270,11 @@ def _only_degenerate_strides(d: tuple) -> bool:
     tensor with no elements), where a stride moves through no memory."""
     import ast
 
+    from ..op_differences import only_degenerate_strides
+
     if d[0] != "stride()" or d[4] is None:
         return False
-    real, fake = ast.literal_eval(d[1]), ast.literal_eval(d[2])
-    if d[3] == 0:
-        return True
-    return len(real) == len(fake) == len(d[4]) and all(
-        a == b or n == 1 for a, b, n in zip(real, fake, d[4]))
+    return only_degenerate_strides(ast.literal_eval(d[1]), ast.literal_eval(d[2]), d[4])
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
