@@ -37,22 +37,26 @@ def test_a_pytest_subprocess_that_ends_is_left_alone(pytester: pytest.Pytester) 
     result.assert_outcomes(passed=1)
 
 
+def parent_of_a_sleeper(pid_file: Path) -> str:
+    """A script that starts a sleeping child, writes its pid, and sleeps."""
+    return ("import subprocess, sys, time\n"
+            f"child = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n"
+            f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+            "time.sleep(600)\n")
+
+
 def test_run_limited_stops_a_process_whose_child_holds_its_output(tmp_path: Path) -> None:
     """subprocess.run(timeout=...) would wait for the grandchild's pipe for
     ten minutes here."""
     pid_file = tmp_path / "grandchild"
-    parent = ("import subprocess, sys, time\n"
-              f"child = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n"
-              f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-              "time.sleep(600)\n")
+    parent = parent_of_a_sleeper(pid_file)
     started = time.monotonic()
     with pytest.raises(AssertionError) as failed:
         run_limited([sys.executable, "-X", "faulthandler", "-c", parent], limit_s=3)
     assert time.monotonic() - started < 60
     assert "still running after 3 s" in str(failed.value)
     assert 'File "<string>", line 4 in <module>' in str(failed.value)  # the parent's stack
-    grandchild = int(pid_file.read_text())
-    assert not Path(f"/proc/{grandchild}").exists() or "Z" in _state(grandchild)
+    assert process_time_limits._gone(int(pid_file.read_text()))
 
 
 def test_run_limited_returns_what_a_finished_process_printed() -> None:
@@ -62,11 +66,7 @@ def test_run_limited_returns_what_a_finished_process_printed() -> None:
 
 def test_descendants_are_found_deepest_first(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild"
-    parent = ("import subprocess, sys, time\n"
-              f"child = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}])\n"
-              f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
-              "time.sleep(600)\n")
-    process = subprocess.Popen([sys.executable, "-c", parent])
+    process = subprocess.Popen([sys.executable, "-c", parent_of_a_sleeper(pid_file)])
     try:
         deadline = time.monotonic() + 30
         while not pid_file.exists() or not pid_file.read_text():
@@ -79,7 +79,3 @@ def test_descendants_are_found_deepest_first(tmp_path: Path) -> None:
     finally:
         process_time_limits.stop_tree(process)
         process.wait()
-
-
-def _state(pid: int) -> str:
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

@@ -342,7 +342,8 @@ def behaviour_grad_lost_conj_bit(case: Case) -> bool:
 
 # What an in-place op on an inference tensor meets after the bounds check,
 # outside inference mode: where the real tensor raised for its bounds first.
-PAST_THE_BOUNDS = ("nothing", "RuntimeError: Inplace update to inference tensor outside InferenceMode")
+PAST_THE_BOUNDS = ("nothing",
+                   "RuntimeError: Inplace update to inference tensor outside InferenceMode")
 
 
 def behaviour_storage_bounds_unchecked(case: Case) -> bool:
