@@ -77,6 +77,27 @@ def _record(examples: int, *, failed: bool = False, crashed: int = 0) -> dict:
             "failures": [{"x": 1}] if failed else []}
 
 
+def test_a_later_rounds_seed_is_the_same_in_every_process_and_checkout() -> None:
+    """--hypothesis-seed reproduces a budget run's later rounds too: their
+    seeds do not come from Python's hash(), which differs between processes
+    for strings (PYTHONHASHSEED), nor from the node id's path, which differs
+    between checkouts."""
+    import subprocess
+    import sys
+
+    script = ("from pytest_metafidelity.suite.runner import round_seed\n"
+              "print([round_seed(7, p + '::test_fidelity[view-fake]', r)\n"
+              "       for p in ('a/test_fidelity.py', 'b/c/test_fidelity.py') for r in (1, 2)])")
+    seen = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": hash_seed}
+                           ).stdout.strip()
+            for hash_seed in ("1", "2")}
+    assert len(seen) == 1
+    first, second, other_path_first, other_path_second = json.loads(seen.pop())
+    assert (first, second) == (other_path_first, other_path_second)
+    assert first != second  # each round draws fresh examples
+
+
 def test_progress_line_is_rate_limited_and_says_how_far() -> None:
     clock, lines = Clock(), []
     progress = Progress(lines.append, budget=3600.0, clock=clock, interval=5.0, total_items=10)

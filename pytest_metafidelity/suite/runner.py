@@ -251,7 +251,7 @@ def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> An
                 return
             test = given(data=st.data())(inner)
             if spending.rounds:  # later rounds: fresh examples
-                test = seed(hash((base_seed, nodeid, spending.rounds)) & 0xFFFFFFFF)(test)
+                test = seed(round_seed(base_seed, nodeid, spending.rounds))(test)
                 test = item_settings(run, examples, derandomize=False)(test)
             else:
                 test = item_settings(run, examples)(test)
@@ -271,12 +271,25 @@ def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> An
     return rounds
 
 
+def round_seed(base_seed: int, nodeid: str, round_number: int) -> int:
+    """The seed of an item's later round: the same in every process and on
+    every machine for the same base seed (``--hypothesis-seed``), item and
+    round -- built from the item's digest, never from Python's ``hash()``,
+    which differs between processes for strings."""
+    key = b"%d\0%s\0%d" % (base_seed, item_digest(nodeid), round_number)
+    return int.from_bytes(hashlib.sha256(key).digest()[:4], "big")
+
+
 def _base_seed(run: SuiteRun) -> int:
+    """``--hypothesis-seed`` as an integer (a seed that is no number:
+    hashed stably), 0 for a derandomized profile, else random."""
     from hypothesis import core
 
-    if core.global_force_seed is not None:
-        return int(core.global_force_seed) if str(core.global_force_seed).isdigit() else hash(
-            core.global_force_seed)
+    forced = core.global_force_seed
+    if forced is not None:
+        text = str(forced)
+        return int(text) if text.isdigit() else int.from_bytes(
+            hashlib.sha256(text.encode()).digest()[:8], "big")
     if run.options is not None and run.options.profile.derandomize:
         return 0
     return random.getrandbits(64)
