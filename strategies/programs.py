@@ -421,33 +421,40 @@ def _grad_fn(t: Any) -> Any:
         return None
 
 
-def _graph_reaches(t: Any, forbidden: set[int], limit: int = 500) -> bool:
-    """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes."""
-    stack, seen = [_grad_fn(t)], set()
+def _graph_reaches(t: Any, forbidden: dict[int, Any], limit: int = 500) -> bool:
+    """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes.
+
+    Nodes are compared by identity while every node visited is held: torch
+    makes a node's Python object afresh once the last one was freed, so the
+    ``id()`` of a freed one may be any other object's (which made the
+    program drawn depend on the allocator: Hypothesis' "Inconsistent data
+    generation")."""
+    stack, seen = [_grad_fn(t)], {}
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:
             continue
-        seen.add(id(node))
-        if id(node) in forbidden:
+        seen[id(node)] = node
+        if forbidden.get(id(node)) is node:
             return True
         stack.extend(n for n, _ in getattr(node, "next_functions", ()))
     return False
 
 
-def example_inputs(tensors: Sequence[Any]) -> set[int]:
+def example_inputs(tensors: Sequence[Any]) -> dict[int, Any]:
     """Autograd nodes that a converted tensor does not have: the ``grad_fn``
-    of every non-view non-leaf among the tensors and what they reach.  A
-    fake of such a tensor is an *example input* whose ``grad_fn`` raises by
-    design (``Tried to backward() through example input``; the ``autograd``
-    check covers it), so programs do not backpropagate into these."""
+    of every non-view non-leaf among the tensors, by ``id()`` (held, so
+    that the ids stay theirs).  A fake of such a tensor is an *example
+    input* whose ``grad_fn`` raises by design (``Tried to backward()
+    through example input``; the ``autograd`` check covers it), so programs
+    do not backpropagate into these."""
     from pytest_metafidelity.checks._util import walk_real
 
-    nodes = set()
+    nodes = {}
     for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
         fn = _grad_fn(t)
         if fn is not None and not t._is_view():
-            nodes.add(id(fn))
+            nodes[id(fn)] = fn
     return nodes
 
 

@@ -244,6 +244,27 @@ def test_seeded_programs_are_the_same_every_time() -> None:
     assert len(set(first)) > 1
 
 
+def test_an_example_input_is_found_in_a_graph_whatever_was_allocated_since() -> None:
+    """A backward is never drawn into an example input's graph, however
+    the allocator has reused memory between finding the example inputs and
+    walking the graph (torch makes a freed node's Python object afresh, at
+    another address: the drawn program depended on it, and Hypothesis
+    stopped with "Inconsistent data generation")."""
+    from pytest_metafidelity.strategies.programs import _graph_reaches, example_inputs
+
+    t0 = torch.zeros(3, requires_grad=True)
+    t1 = t0 * 2
+    later = t1 * 3
+    forbidden = example_inputs([t1])
+    # New node objects take the memory freed since: none of them is t1's node.
+    others = [torch.zeros(1, requires_grad=True) * 2 for _ in range(50)]
+    nodes = [o.grad_fn for o in others]
+    assert _graph_reaches(later, forbidden)
+    assert not _graph_reaches(t0 * 5, forbidden)  # a graph beside it
+    assert not any(_graph_reaches(o, forbidden) for o in others)
+    del nodes
+
+
 def test_programs_do_not_apply_to_sparse_tensors() -> None:
     (s,) = built("t0 = torch.eye(3).to_sparse()", outputs=("t0",))
     (program,) = seeded_programs((s,), 3)
