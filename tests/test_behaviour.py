@@ -659,6 +659,26 @@ def test_the_suite_finds_a_behaviour_bug_with_its_program(pytester: pytest.Pytes
     assert "[behaviour]" in out and "program = " in out and "checks=['behaviour']" in out
 
 
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic", "refake"])
+def test_a_no_grad_view_that_keeps_requiring_grad_after_its_base_stops_is_known(
+        converter: str) -> None:
+    # The real view made under no_grad requires grad as long as its base
+    # does; the converted one keeps requiring grad after its base stops.
+    x = torch.zeros(2, 3, requires_grad=True)
+    view_with_grad = x[...]
+    with torch.no_grad():
+        view = x[...]
+    program = Program.parse("t0.requires_grad_(False)\n", inputs=["t0", "t1", "t2"])
+    outcome = check_faithful(x, view_with_grad, view, converters=[converter],
+                             checks=["behaviour"], program=program).outcomes[0]
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [i for i, _ in outcome.known] == ["behaviour-no-grad-view-keeps-requires-grad"]
+    strict = check_faithful(x, view_with_grad, view, converters=[converter],
+                            checks=["behaviour"], program=program, strict=True).outcomes[0]
+    assert [(m.path, m.attribute, m.real, m.fake) for m in strict.mismatches] == [
+        ("t2", "requires_grad", False, True)]
+
+
 @pytest.mark.parametrize("converter", ["meta", "fake"])
 def test_a_no_grad_view_accumulating_grad_is_a_known_difference_of_every_converter(
         converter: str) -> None:

@@ -180,6 +180,51 @@ _BEHAVIOUR_ENTRIES += [
     ),
 ]
 
+def _no_grad_view(t: Any) -> bool:
+    """A view taken in no_grad (or inference) mode: its requires_grad is
+    its base's, read when asked."""
+    from ...checks.autograd import creation_meta
+
+    return creation_meta(t) in ("CreationMeta.NO_GRAD_MODE", "CreationMeta.INFERENCE_MODE")
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-no-grad-view-keeps-requires-grad",
+    check="behaviour",
+    attribute=r"requires_grad",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "requires_grad" and d[1] == "False" and d[2] == "True",
+        in_family=_no_grad_view),
+    converters=where(functional=False),
+    reason=(
+        "the converted view (a meta tensor or a fake) of a view taken in no_grad mode of a "
+        "leaf requiring grad has requires_grad=True of its own; the real view's requires_grad "
+        "is its base's, so after base.requires_grad_(False) the real view no longer requires "
+        "grad and the converted one still does (the same view made directly under the "
+        "FakeTensorMode follows its base); the same cause as "
+        "behaviour-no-grad-view-accumulates-grad"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch._subclasses.meta_utils import MetaConverter\n"
+        "x = torch.zeros(3, requires_grad=True)\n"
+        "with torch.no_grad():\n"
+        "    v = x[...]\n"
+        "mode = FakeTensorMode()\n"
+        "fx, fv = mode.from_tensor(x), mode.from_tensor(v)\n"
+        "m = MetaConverter()\n"
+        "mx, mv = m(x), m(v)\n"
+        "x.requires_grad_(False)\n"
+        "fx.requires_grad_(False)\n"
+        "mx.requires_grad_(False)\n"
+        "assert not v.requires_grad and fv.requires_grad and mv.requires_grad\n"
+    ),
+))
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-dynamic-storage-bounds-unchecked-after-view",
     check="behaviour",
