@@ -401,6 +401,23 @@ def test_an_inference_tensor_past_its_storage_bound_is_the_same_known_difference
         "behaviour-static-storage-bounds-unchecked"}
 
 
+@pytest.mark.parametrize("converter", ["fake-dynamic", "refake", "refake-fresh"])
+def test_an_inference_tensor_set_into_the_rest_of_its_storage_is_the_storage_known_difference(
+        converter: str) -> None:
+    # Found by a 30-minute fidelity run (inference, symbolic converters): the
+    # real tensor rejects the in-place op for being an inference tensor; the
+    # fake's storage, sized to the tensor, rejects it for the bound first.
+    with torch.inference_mode():
+        t = torch.arange(4.0)
+        t.resize_((3,))
+    outcome = behaviour(t, program="t0.as_strided_((4,), (1,), 0)", converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {entry_id for entry_id, _ in outcome.known} == {"behaviour-storage-sized-to-tensors"}
+    ((_, m),) = outcome.known
+    assert (m.real.startswith("RuntimeError: Inplace update to inference tensor")
+            and "out of bounds for storage" in m.fake)
+
+
 @pytest.mark.parametrize("fake, explained", [
     ("nothing", True),
     ("RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.", True),
