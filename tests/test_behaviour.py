@@ -418,6 +418,25 @@ def test_an_inference_tensor_set_into_the_rest_of_its_storage_is_the_storage_kno
             and "out of bounds for storage" in m.fake)
 
 
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+def test_a_backward_through_a_view_of_an_overlapping_base_is_known_for_carried_tensors(
+        converter: str) -> None:
+    # Found by a 30-minute fidelity run (view, fake-real): the converted view is
+    # rebuilt with as_strided, whose backward shares the gradient among the
+    # overlapping base elements; the carried real .grad gets other values.
+    overlapping, apart = (built(
+        f"t0 = torch.empty(0).set_(torch.arange({size}.0).untyped_storage(), 0, (2, 2), {strides})",
+        "t0.requires_grad_()", "t1 = t0.select(0, 0)", outputs=("t1",))
+        for size, strides in ((3, "(1, 1)"), (4, "(2, 1)")))
+    program = "t1.sum().abs().backward()"
+    outcome = behaviour(*overlapping, program=program, converter=converter)
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {(i, m.attribute, m.path) for i, m in outcome.known} == {
+        ("behaviour-as-strided-backward-on-overlapping-base", "values",
+         "t1._base.grad.real_tensor")}
+    assert behaviour(*apart, program=program, converter=converter).status == PASSED
+
+
 @pytest.mark.parametrize("fake, explained", [
     ("nothing", True),
     ("RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.", True),

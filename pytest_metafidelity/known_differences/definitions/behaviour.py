@@ -641,6 +641,60 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+
+def _view_of_overlapping_base(t: Any) -> bool:
+    """A view whose base's elements overlap in memory (a zero stride, or
+    strides that revisit elements)."""
+    import torch
+
+    from ...checks._util import base_of, is_view
+
+    base = base_of(t) if is_view(t) else None
+    if base is None or base.layout != torch.strided or not 1 < base.numel() <= 1 << 20:
+        return False
+    # The memory offset of every element, from the base's own strides.
+    span = 1 + sum((n - 1) * abs(s) for n, s in zip(base.shape, base.stride()))
+    offsets = torch.arange(span).as_strided(base.shape, [abs(s) for s in base.stride()])
+    return offsets.unique().numel() < base.numel()
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-as-strided-backward-on-overlapping-base",
+    check="behaviour",
+    attribute=r"values",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "values" and len(d) > 5 and str(d[5]).endswith(".grad.real_tensor"),
+        in_family=_view_of_overlapping_base),
+    converters=where(carries_real=True),
+    reason=(
+        "a converted view is rebuilt with as_strided (one AsStridedBackward0 as autograd "
+        "history); on a base whose elements overlap in memory, as_strided's backward shares "
+        "each gradient among the base elements that alias its memory location, where the "
+        "real view's own backward (select, slice, ...) writes it into one element: the real "
+        "tensor a fake carries then gets a .grad of other values than the real base's"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.config as functorch_config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def base():\n"
+        "    s = torch.tensor([0.0, 1.0, 2.0]).untyped_storage()\n"
+        "    return torch.empty(0).set_(s, 0, (2, 2), (1, 1)).requires_grad_()\n"
+        "b = base()\n"
+        "b.select(0, 0).sum().backward()\n"
+        "with functorch_config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(base().select(0, 0))\n"
+        "with mode:\n"
+        "    f.sum().backward()\n"
+        "assert type(f.grad_fn).__name__ == 'AsStridedBackward0'\n"
+        "assert b.grad.tolist() == [[1.0, 1.0], [0.0, 0.0]]\n"
+        "assert f._base.grad.real_tensor.tolist() == [[0.5, 0.25], [0.25, 0.0]]\n"
+    ),
+))
+
 def _conj_view(t: Any) -> bool:
     from ...checks._util import is_view
 
