@@ -354,29 +354,36 @@ def test_user_tests_record_no_torch_notice_about_dtypes_or_layouts(
         assert notice not in text
 
 
-GRAD_LAYOUT_NOTICE = textwrap.dedent("""
+NOTICE_SEEN = textwrap.dedent("""
     import warnings, torch
     from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         with quiet_torch_notices() if QUIET else warnings.catch_warnings():
-            p = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0)).requires_grad_()
-            p.grad = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0))
-            (p * 1).sum().backward()
-    print(sorted({str(w.message).split(".")[0] for w in seen}))
+            exec(CODE)
+    print(sorted({str(w.message).split(" (Triggered")[0].split(".")[0] for w in seen}))
 """)
+ZERO_STRIDE_GRAD = ("p = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0)).requires_grad_()\n"
+                    "p.grad = torch.empty_strided((3, 1, 4, 0, 1), (0, 0, 0, 1, 0))\n"
+                    "(p * 1).sum().backward()\n")
+COMPLEX_INTO_REAL = "torch.zeros(2).copy_(torch.zeros(2, dtype=torch.complex64))\n"
 
 
+@pytest.mark.parametrize("code, notice", [
+    (ZERO_STRIDE_GRAD, "grad and param do not obey the gradient layout contract"),
+    (COMPLEX_INTO_REAL, "Casting complex values to real discards the imaginary part"),
+], ids=["zero-stride-grad", "complex-into-real"])
 @pytest.mark.parametrize("quiet", [False, True])
-def test_torch_notice_about_the_zero_stride_grads_we_build_is_among_the_quieted(quiet: bool
-                                                                                 ) -> None:
+def test_torch_notices_about_what_programs_do_on_purpose_are_among_the_quieted(
+        quiet: bool, code: str, notice: str) -> None:
     """The suite's behaviour programs run backward on zero-stride tensors
-    on purpose (inside quiet_torch_notices(), as every suite example runs);
-    torch's notice about their grads' layout (once per process, hence a
-    fresh one) is ours, not the user's, and kept out of the run."""
-    done = subprocess.run([sys.executable, "-c", f"QUIET = {quiet}\n" + GRAD_LAYOUT_NOTICE],
+    and copy complex values into real tensors on purpose (inside
+    quiet_torch_notices(), as every suite example runs); torch's notice
+    about it (once per process, hence a fresh one) is ours, not the user's,
+    and kept out of the run."""
+    done = subprocess.run([sys.executable, "-c",
+                           f"QUIET = {quiet}\nCODE = {code!r}\n" + NOTICE_SEEN],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     seen = done.stdout.strip().splitlines()[-1]
-    assert seen == ("[]" if quiet else
-                    "['grad and param do not obey the gradient layout contract']"), seen
+    assert seen == ("[]" if quiet else repr([notice])), seen
