@@ -180,6 +180,7 @@ _BEHAVIOUR_ENTRIES += [
     ),
 ]
 
+
 def _no_grad_view(t: Any) -> bool:
     """A view taken in no_grad (or inference) mode: its requires_grad is
     its base's, read when asked."""
@@ -336,8 +337,10 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     link=BY_DESIGN,
     reproducer=_degenerate_strides_reproducer(),
 ))
+
 # How eager rejects an in-place op on an inference tensor outside inference mode.
 INFERENCE_UPDATE_ERROR = "RuntimeError: Inplace update to inference tensor outside InferenceMode"
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-storage-sized-to-tensors",
     check="behaviour",
@@ -694,6 +697,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "assert f._base.grad.real_tensor.tolist() == [[0.5, 0.25], [0.25, 0.0]]\n"
     ),
 ))
+
 
 def _conj_view(t: Any) -> bool:
     from ...checks._util import is_view
