@@ -651,13 +651,14 @@ def _view_of_overlapping_base(t: Any) -> bool:
     import torch
 
     from ...checks._util import base_of, is_view
+    from ...strategies.dense import required_numel
 
     base = base_of(t) if is_view(t) else None
     if base is None or base.layout != torch.strided or not 1 < base.numel() <= 1 << 20:
         return False
     # The memory offset of every element, from the base's own strides.
-    span = 1 + sum((n - 1) * abs(s) for n, s in zip(base.shape, base.stride()))
-    offsets = torch.arange(span).as_strided(base.shape, [abs(s) for s in base.stride()])
+    span = required_numel(tuple(base.shape), base.stride(), 0)
+    offsets = torch.arange(span).as_strided(base.shape, base.stride())
     return offsets.unique().numel() < base.numel()
 
 
