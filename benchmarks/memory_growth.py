@@ -24,7 +24,8 @@ from pytest_metafidelity.checks import all_checks
 from pytest_metafidelity.options import PROFILES, SuiteOptions
 from pytest_metafidelity.strategies import available_kinds
 from pytest_metafidelity.suite.journal import Journal
-from pytest_metafidelity.suite.runner import SuiteItem, SuiteRun, fidelity_test
+from pytest_metafidelity.suite.run import SuiteRun
+from pytest_metafidelity.suite.runner import SuiteItem, fidelity_test
 
 
 def rss_mb() -> float:

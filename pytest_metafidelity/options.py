@@ -138,6 +138,9 @@ class SuiteOptions:
     # (device, reason): GPUs asked for that this machine does not have; the
     # run goes on with the other devices (none left: the suite is skipped)
     skipped_devices: tuple[tuple[str, str], ...] = ()
+    # False: kinds, converters, checks and devices are not resolved yet (an
+    # xdist controller given none of them: see resolve's ``registries``)
+    complete: bool = True
 
 
 class OptionError(ValueError):
@@ -193,25 +196,31 @@ def _devices(given: list[str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], 
     return tuple(dict.fromkeys(devices)), tuple(dict.fromkeys(skipped))
 
 
-def resolve(config: Any) -> SuiteOptions:
-    """Validate every option against the registries (imports torch)."""
+# The options whose values name things in torch's or our registries.
+REGISTRY_OPTIONS = ("metafidelity_kinds", "metafidelity_converters", "metafidelity_checks",
+                    "metafidelity_devices")
+
+
+def resolve(config: Any, *, registries: bool = True) -> SuiteOptions:
+    """Validate every option against the registries (imports torch).
+
+    ``registries=False`` (the xdist controller, which runs no example): when
+    none of the options naming registry entries was given, there is nothing
+    there to validate, and torch is not imported -- the workers start that
+    much sooner.  The result is then not ``complete``: its kinds,
+    converters, checks and devices are empty until resolved again."""
+    if not registries and not any(raw_value(config, name) for name in REGISTRY_OPTIONS):
+        return dataclasses.replace(_resolve_plain(config), complete=False)
     with warnings.catch_warnings():
         # torch warns at import when numpy is absent; numpy is not needed here.
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         import torch  # noqa: F401
 
-    from . import databases, shards
     from .checks import all_checks
     from .converters import CONVERTERS
     from .strategies.kinds import all_kinds, available_kinds
 
-    profile_name = raw_value(config, "metafidelity_profile") or "dev"
-    if profile_name not in PROFILES:
-        raise OptionError(
-            f"--metafidelity-profile: unknown value {profile_name!r}; valid: {', '.join(PROFILES)}"
-        )
-    profile = PROFILES[profile_name]
-
+    opts = _resolve_plain(config)
     registry, usable = all_kinds(), available_kinds()
     kinds = _choose("metafidelity_kinds", _split(raw_value(config, "metafidelity_kinds")),
                     list(registry), list(usable))
@@ -229,7 +238,20 @@ def resolve(config: Any) -> SuiteOptions:
     checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
                      list(all_checks()), list(all_checks()))
     devices, skipped_devices = _devices(_split(raw_value(config, "metafidelity_devices")))
+    return dataclasses.replace(opts, kinds=kinds, converters=converters, checks=checks,
+                               devices=devices, skipped_devices=skipped_devices)
 
+
+def _resolve_plain(config: Any) -> SuiteOptions:
+    """The options that name nothing in a registry (no torch import)."""
+    from . import databases, shards
+
+    profile_name = raw_value(config, "metafidelity_profile") or "dev"
+    if profile_name not in PROFILES:
+        raise OptionError(
+            f"--metafidelity-profile: unknown value {profile_name!r}; valid: {', '.join(PROFILES)}"
+        )
+    profile = PROFILES[profile_name]
     examples = _number("metafidelity_examples", raw_value(config, "metafidelity_examples"), int, 1)
     budget = _number("metafidelity_budget", raw_value(config, "metafidelity_budget"), float, 0.1)
     if examples is None and budget is None:
@@ -239,11 +261,10 @@ def resolve(config: Any) -> SuiteOptions:
     shrink = _number("metafidelity_shrink_crashes",
                      raw_value(config, "metafidelity_shrink_crashes"), float, 0)
     return SuiteOptions(
-        kinds=kinds,
-        converters=converters,
-        checks=checks,
-        devices=devices,
-        skipped_devices=skipped_devices,
+        kinds=(),
+        converters=(),
+        checks=(),
+        devices=(),
         profile=profile,
         examples=examples,
         budget=budget,

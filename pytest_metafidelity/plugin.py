@@ -8,6 +8,9 @@ validates the options and points collection at the built-in suite module;
 ``pytest_collection_modifyitems`` gives each item its Hypothesis test and
 settings (at collection, so runners that bypass pytest's runtest hooks --
 HypoFuzz -- get them too);
+``pytest_runtest_protocol`` runs a budget run's first pass before the first
+item's turn, and an item the first pass found failing at once
+(:mod:`.suite.first_pass`);
 ``pytest_runtest_makereport`` turns the outcome into a record that the
 terminal summary and the JSON report aggregate (across xdist workers too);
 ``pytest_handlecrashitem`` turns a dead worker's journal into a crash record.
@@ -51,8 +54,13 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if not _options.is_enabled(config):
         return
+    from .suite import isolation
+
     try:
-        opts = _options.resolve(config)
+        # The controller of xdist workers runs no example: unless there are
+        # names to validate, it leaves torch to the workers, which start
+        # that much sooner.
+        opts = _options.resolve(config, registries=not isolation.is_distributing(config))
     except _options.OptionError as e:
         raise pytest.UsageError(str(e)) from None
     config.addinivalue_line(
@@ -65,11 +73,10 @@ class FidelitySession:
     """The hooks active only under ``--metafidelity``."""
 
     def __init__(self, config: pytest.Config, opts: SuiteOptions) -> None:
-        from .converters import run_known_crashes_in_children
         from .report import Collector
         from .suite import isolation, journal
         from .suite.progress import Progress
-        from .suite.runner import SuiteRun
+        from .suite.run import SuiteRun
 
         self.config = config
         self.run = SuiteRun(opts)
@@ -77,7 +84,10 @@ class FidelitySession:
         self.is_worker = hasattr(config, "workerinput")
         self.distributing = isolation.is_distributing(config)
         self.reproducers = os.path.join(str(config.rootpath), opts.reproducers)
-        run_known_crashes_in_children(opts.run_known_crashes)
+        if not self.distributing:  # this process runs the examples
+            from .converters import run_known_crashes_in_children
+
+            run_known_crashes_in_children(opts.run_known_crashes)
         # --collect-only (how HypoFuzz collects): no example runs in this
         # session, so no journal; HypoFuzz calls the items' tests after the
         # session is over, when a journal would be closed.  Nor are an
@@ -94,6 +104,11 @@ class FidelitySession:
         if not (self.distributing or self.collect_only):  # this process runs the examples
             self.run.journal = journal.Journal(self.journal_directory,
                                                isolation.worker_name(config), opts.example_timeout)
+            if self.run.budget is not None:
+                from .suite.first_pass import FirstPass, worker_position
+
+                worker, workers = worker_position(getattr(config, "workerinput", None))
+                self.run.first_pass = FirstPass(self.journal_directory, worker, workers)
         self.progress = None if self.is_worker else Progress.for_run(config, opts)
         if opts.database:
             # Loaded as the settings profile before any test module is
@@ -136,18 +151,34 @@ class FidelitySession:
         node = getattr(report, "node", None)
         name = getattr(getattr(node, "gateway", None), "id", None)
         remains = journal.read(self.journal_directory, name) if name else None
-        if remains is None or remains.entry.nodeid != crashitem:
+        if remains is None:
+            return
+        entry = remains.entry
+        out_of_turn = entry.out_of_turn and entry.nodeid and entry.nodeid != crashitem
+        if entry.nodeid != crashitem and not out_of_turn:
             return
         record = crashes.crash_record(remains, returncode=crashes.returncode_of(node),
                                       directory=self.reproducers, database=self.run.database())
         remains.discard()
-        entry = remains.entry
+        where = ""
+        if out_of_turn:
+            # The worker died running an item ahead of its turn (the first
+            # pass), before ``crashitem``'s turn began: the crash is the
+            # journaled item's, whose turn is then skipped (claimed), and
+            # ``crashitem`` runs after all.
+            where = " (ahead of its turn, in the first pass)"
+            from .suite.first_pass import FirstPass
+
+            FirstPass(self.journal_directory).claim(entry.nodeid)
+            if hasattr(sched, "mark_test_pending"):
+                sched.mark_test_pending(crashitem)
+            report.nodeid = entry.nodeid
         tally = Counter({"examples": entry.example + 1, record["status"]: 1})
-        item = item_record(crashitem, entry.kind, entry.converter, tally, "failed", [], "",
+        item = item_record(entry.nodeid, entry.kind, entry.converter, tally, "failed", [], "",
                            crashes=[record])
         report.user_properties.append((PROPERTY, json.dumps(item)))
         report.longrepr = (f"{crashes.describe(record)} in example {entry.example + 1} of "
-                           f"{crashitem}\n  reproducer: {record['reproducer_file']}\n"
+                           f"{entry.nodeid}{where}\n  reproducer: {record['reproducer_file']}\n"
                            f"  last frames:\n{record['frames']}")
         isolation.forgive_recorded_crash(self.config)
 
@@ -189,8 +220,62 @@ class FidelitySession:
             report_findings_as_text(item)
         workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1)
         self.run.set_item_count(max(1, -(-len(suite) // workers)))
+        if self.run.first_pass is not None:
+            self.run.first_pass.total_items = len(suite)
+            self.run.first_pass.done = nothing_to_run is not None
         if self.progress is not None:
             self.progress.total_items = len(suite)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None
+                                ) -> bool | None:
+        """Before the first suite item's turn, the first pass; an item whose
+        protocol already ran (found failing by a first pass, here or in
+        another worker) is skipped when its turn comes."""
+        state = self.run.first_pass
+        if state is None or not _is_suite_item(item):
+            return None
+        if not state.done:
+            state.done = True
+            self._first_pass(item)
+        session = item.session
+        if session.shouldfail or session.shouldstop or not state.claim(item.nodeid):
+            return True
+        return None
+
+    def _first_pass(self, current: pytest.Item) -> None:
+        """Every item's first round, in this worker's share and cost order;
+        an item that fails runs its whole protocol now, before ``current``."""
+        from .suite.first_pass import cost_order
+
+        state = self.run.first_pass
+        assert state is not None
+        session = current.session
+        suite = {i.nodeid: i for i in session.items
+                 if _is_suite_item(i) and i.get_closest_marker("skip") is None}
+
+        def params(nodeid: str) -> Any:
+            return suite[nodeid].callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
+
+        def cost(nodeid: str) -> float:
+            return _shards.estimated_cost(params(nodeid).kind, params(nodeid).converter)
+
+        order = cost_order(state.share(list(suite)), self.run.failed_before, cost,
+                           lambda nodeid: params(nodeid).kind)
+        try:
+            for nodeid in order:
+                if session.shouldfail or session.shouldstop:
+                    break
+                item = suite[nodeid]
+                if not item.obj.first_pass(params(nodeid)) and state.claim(nodeid):  # type: ignore[attr-defined]
+                    self.run.out_of_turn = True
+                    try:
+                        _run_protocol(item, nextitem=current)
+                    finally:
+                        self.run.out_of_turn = False
+        finally:
+            if self.run.journal is not None:
+                self.run.journal.disarm()
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
@@ -272,15 +357,28 @@ class FidelitySession:
         if self.run.options.report:
             tr.write_line(f"metafidelity: JSON report written to {self.run.options.report}")
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.run.journal is not None:
             self.run.journal.close()
         if self.is_worker or self.collect_only:
             return
+        if _stopped_after_failures(session):
+            # -x / --maxfail under xdist: the run ended as pytest ends it
+            # without xdist, with the status of failed tests, not of an
+            # interrupted run (which scripts read as a usage error).
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        from .suite.first_pass import remove_state
+
+        remove_state(self.journal_directory)
         try:
             os.rmdir(self.journal_directory)
         except OSError:
             pass
+        if not self.run.options.complete and (self.run.options.report or
+                                              self.collector.unique_crashes()):
+            # The report names every kind, converter and check; shrinking
+            # converts and checks again.
+            self.run.options = _options.resolve(self.config)
         if self.run.options.shrink_crashes and self.collector.unique_crashes():
             from .suite.crash_shrinking import shrink_crashes
 
@@ -289,6 +387,37 @@ class FidelitySession:
             return
         seed = self.config.getoption("hypothesis_seed", None)
         self.collector.write_json(self.run.options.report, self.run.options, seed)
+
+
+def _run_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """An item's whole runtest protocol (what pytest's default
+    ``pytest_runtest_protocol`` does), out of its turn.  An xdist worker
+    tags each report with the index of the item whose turn it is: for the
+    time being, that is this item's."""
+    from _pytest.runner import runtestprotocol
+
+    worker = next((p for p in item.config.pluginmanager.get_plugins()
+                   if type(p).__name__ == "WorkerInteractor"), None)
+    turn = getattr(worker, "item_index", None)
+    if worker is not None:
+        worker.item_index = item.session.items.index(item)
+    try:
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        runtestprotocol(item, nextitem=nextitem, log=True)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    finally:
+        if worker is not None:
+            worker.item_index = turn
+
+
+def _stopped_after_failures(session: pytest.Session) -> bool:
+    """The xdist controller stopped the run at ``--maxfail`` (``-x``)."""
+    if session.exitstatus != pytest.ExitCode.INTERRUPTED or not session.testsfailed:
+        return False
+    maxfail = session.config.getoption("maxfail", 0) or 0
+    dsession = session.config.pluginmanager.getplugin("dsession")
+    reason = str(getattr(dsession, "shouldstop", "") or "")
+    return bool(maxfail) and session.testsfailed >= maxfail and reason.startswith("stopping after")
 
 
 def _point_collection_at_suite(config: pytest.Config) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import re
+import statistics
 import sys
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Iterable
@@ -250,7 +251,8 @@ class Collector:
         return "\n".join(parts)
 
     def spending_text(self) -> str:
-        """How the run's time went: one line (budget runs say more)."""
+        """How the run's time went: one line (budget runs say more, and
+        name the items their share of the time did not reach)."""
         spent = [i["spending"] for i in self.items if i.get("spending")]
         examples = sum(i["counts"]["examples"] for i in self.items)
         if not spent:
@@ -259,9 +261,29 @@ class Collector:
         rounds = sum(s["rounds"] for s in spent)
         extended = sum(1 for s in spent if s["extended"])
         rate = f" ({examples / seconds:.1f}/s)" if seconds else ""
-        return (f"metafidelity: {len(self.items)} items, {examples} examples{rate} in "
-                f"{seconds:.0f} s of items' time, {rounds} rounds; {extended} item(s) given more "
-                "time for finding something new in a later round")
+        counts = sorted(i["counts"]["examples"] for i in self.items)
+        lines = [f"metafidelity: {len(self.items)} items, {examples} examples{rate} in "
+                 f"{seconds:.0f} s of items' time, {rounds} rounds; fewest examples "
+                 f"{counts[0]}, median {statistics.median(counts):g}; {extended} item(s) given "
+                 "more time for finding something new in a later round"]
+        starved = self.starved()
+        if starved:
+            lines.append(f"metafidelity: {len(starved)} item(s) starved (less than a quarter of "
+                         "their share of the budget reached them):")
+            lines += [f"    {nodeid}: {why}" for nodeid, why in sorted(starved.items())]
+        return "\n".join(lines)
+
+    def starved(self) -> dict[str, str]:
+        """Node id -> why, for the budget-run items their share did not reach."""
+        from .suite.budget import starved
+
+        if not self.items:
+            return {}
+        median = statistics.median(i["counts"]["examples"] for i in self.items)
+        # A failed item stopped early on purpose: it had what it needed.
+        found = {i["nodeid"]: starved(i.get("spending"), i["counts"]["examples"], median)
+                 for i in self.items if i.get("outcome") == "passed"}
+        return {nodeid: why for nodeid, why in found.items() if why}
 
     def unique_failures(self) -> list[dict[str, Any]]:
         seen: dict[str, dict[str, Any]] = {}
@@ -325,6 +347,7 @@ class Collector:
         # naming one would initialise CUDA for nothing.
         if torch.cuda.device_count():
             devices += [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        starved = self.starved()
         return {
             "environment": {
                 "torch": torch.__version__,
@@ -349,7 +372,8 @@ class Collector:
                 "shrink_crashes": options.shrink_crashes,
                 "shard": "/".join(map(str, options.shard)) if options.shard else None,
             },
-            "items": sorted(self.items, key=lambda r: r["nodeid"]),
+            "items": [dict(item, starved=starved.get(item["nodeid"], ""))
+                      for item in sorted(self.items, key=lambda r: r["nodeid"])],
             "failures": self.unique_failures(),
             "crashes": self.unique_crashes(),
         }

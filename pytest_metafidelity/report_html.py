@@ -5,7 +5,9 @@ legend that highlights one outcome), no fonts, images or scripts from
 elsewhere.  It shows the kinds x converters heat map of outcomes with
 example counts, every distinct failure and crash with its reproducer and
 the node id that reruns it, the known differences (that occurred, and that
-were expected but did not) with their links, and the environment.
+were expected but did not) with their links, the items of a budget run that
+less than a quarter of their share of the time reached (starved), and the
+environment.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-al
 #heatmap td.cell.status-not-run { color: #999; }
 #heatmap td.cell.status-known-difference { color: #222; }
 #heatmap th.kind { white-space: nowrap; }
+#heatmap td.cell.starved { outline: 3px dashed #222; outline-offset: -4px; }
 #heatmap.highlighting td.cell:not(.lit) { opacity: 0.15; }
 .legend span { display: inline-block; padding: 2px 8px; margin: 0 4px 4px 0; border-radius: 3px;
   cursor: pointer; border: 1px solid #888; }
@@ -138,10 +141,14 @@ def _heatmap(doc: dict[str, Any]) -> str:
             title = f"{kind} through {converter}: {status}; " + ", ".join(
                 f"{c} {counts.get(c, 0)}" for c in columns([item]) if counts.get(c, 0))
             column = STATUS_COLUMN[status]
+            starved = item.get("starved") or ""
+            if starved:
+                title += f"; {starved}"
             cells.append(
-                f'<td class="cell status-{_slug(status)}" data-status="{_e(status)}" '
-                f'style="background:{colour}" title="{_e(title)}">'
-                f'{_e(status)}<br>{counts.get(column, 0)}/{counts.get("examples", 0)} ex</td>')
+                f'<td class="cell status-{_slug(status)}{" starved" if starved else ""}" '
+                f'data-status="{_e(status)}" style="background:{colour}" title="{_e(title)}">'
+                f'{_e(status)}<br>{counts.get(column, 0)}/{counts.get("examples", 0)} ex'
+                f'{"<br><b>starved</b>" if starved else ""}</td>')
         rows.append(f'<tr><th class="kind">{_e(kind)}</th>{"".join(cells)}</tr>')
     legend = "".join(
         f'<span data-status="{_e(s)}" style="background:{c};color:{"#222" if s in ("known difference", "not run") else "#fff"}">{_e(s)}</span>'
@@ -254,6 +261,17 @@ def _known(doc: dict[str, Any]) -> str:
             f"<h3>Expected but did not occur: fixed upstream? ({len(passing)})</h3>{ptable}")
 
 
+def _starved(doc: dict[str, Any]) -> str:
+    starved = [i for i in doc["items"] if i.get("starved")]
+    if not starved:
+        return "<p>None: every item got at least a quarter of its share of the budget.</p>"
+    rows = "".join(f"<tr><td>{_e(i['kind'])}</td><td>{_e(i['converter'])}</td>"
+                   f"<td>{_e(i['starved'])}</td><td>{_rerun(i['nodeid'])}</td></tr>"
+                   for i in starved)
+    return (f"<table><tr><th>kind</th><th>converter</th><th>why</th><th>rerun</th></tr>"
+            f"{rows}</table>")
+
+
 def render(doc: dict[str, Any]) -> str:
     """The page for a report (a single run's or a merged one)."""
     if "inputs" not in doc:
@@ -270,6 +288,8 @@ def render(doc: dict[str, Any]) -> str:
         f"<h2>Failures ({len(doc.get('failures', []))})</h2>{_failures(doc)}"
         f"<h2>Crashes and hangs ({len(doc.get('crashes', []))})</h2>{_crashes(doc)}"
         f"<h2>Known differences</h2>{_known(doc)}"
+        f"<h2>Starved items ({sum(1 for i in doc['items'] if i.get('starved'))})</h2>"
+        f"{_starved(doc)}"
         f"<h2>Environment</h2>{_environment(doc)}"
         f"<script>{SCRIPT}</script></body></html>\n"
     )

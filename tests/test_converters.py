@@ -513,7 +513,7 @@ def test_stock_torch_is_faithful_except_known_differences(converter: str, recipe
 def test_suite_run_counts_the_entries_that_occurred_and_those_that_did_not() -> None:
     from pytest_metafidelity.checks import Mismatch
     from pytest_metafidelity.faithful import FidelityResult, Outcome
-    from pytest_metafidelity.suite.runner import SuiteRun
+    from pytest_metafidelity.suite.run import SuiteRun
 
     m = Mismatch(
         check="storage", path="t0", attribute="untyped_storage().nbytes()", real=40, fake=12)

@@ -262,7 +262,8 @@ ITEM_SETTINGS = textwrap.dedent(
     from hypothesis import settings
     from pytest_metafidelity import databases
     from pytest_metafidelity.options import PROFILES, SuiteOptions
-    from pytest_metafidelity.suite.runner import SuiteRun, item_settings
+    from pytest_metafidelity.suite.run import SuiteRun
+    from pytest_metafidelity.suite.runner import item_settings
 
     def options(profile, spec):
         return SuiteOptions(kinds=("dense",), converters=("fake",), checks=("metadata",),

@@ -17,7 +17,7 @@ from pytest_metafidelity.child import Ending, run_in_child
 from pytest_metafidelity.converters import (ConversionCrash, known_crash,
                                             run_known_crashes_in_children)
 from pytest_metafidelity.suite import crashes, journal
-from pytest_metafidelity.suite.budget import MIN_EXAMPLES, TimeBudget
+from pytest_metafidelity.suite.budget import FIRST_PASS_EXAMPLES, MIN_EXAMPLES, TimeBudget
 from pytest_metafidelity.suite.progress import Progress
 
 
@@ -57,16 +57,54 @@ def test_budget_rounds_fill_the_slice_from_the_latest_rounds_cost() -> None:
     assert budget.next_round(item) == 0  # the slice is spent
 
 
-def test_budget_gives_an_item_that_finds_something_new_more_time_once() -> None:
+def test_budget_extends_an_item_only_out_of_time_that_earlier_items_left() -> None:
     clock = Clock()
-    budget = TimeBudget(100.0, n_items=2, clock=clock)
+    budget = TimeBudget(120.0, n_items=3, clock=clock)
+    first = budget.start_item()
+    assert first.slice == 40.0
+    budget.finish_round(first, 3, 1.0, found_new=True)
+    budget.finish_round(first, 3, 1.0, found_new=True)
+    # Nothing left over yet: finding something new earns no time from the
+    # items still to run.
+    assert first.slice == 40.0 and not first.extended
+    clock.now += 10.0
+    budget.finish_item(first)  # it stopped early (it failed, say): 30 s left over
+    second = budget.start_item()
+    assert second.slice == 40.0  # 80 s for two, less the 30 s kept for extensions
+    budget.finish_round(second, 3, 1.0, found_new=True)  # the first round always does
+    assert second.slice == 40.0 and not second.extended
+    budget.finish_round(second, 3, 1.0, found_new=True)
+    assert second.slice == 60.0 and second.extended and budget.left_over == 10.0
+    budget.finish_round(second, 3, 1.0, found_new=True)
+    assert second.slice == 60.0  # once
+    clock.now += 60.0
+    budget.finish_item(second)
+    assert budget.start_item().slice == 50.0  # the last item gets what is left, all of it
+
+
+def test_budget_keeps_the_overhead_of_the_items_left_out_of_each_slice() -> None:
+    clock = Clock()
+    budget = TimeBudget(100.0, n_items=5, clock=clock)
+    first = budget.start_item()
+    assert first.slice == 20.0
+    clock.now += 22.0  # its rounds overran, and pytest's own work took time
+    second = budget.start_item()
+    assert budget.overhead == 2.0
+    # 78 s left; the 3 items after this one will cost 2 s each beyond their slices.
+    assert second.slice == (78.0 - 3 * 2.0) / 4
+
+
+def test_budget_counts_a_first_pass_round_as_the_items_first() -> None:
+    clock = Clock()
+    budget = TimeBudget(10.0, n_items=1, clock=clock)
     item = budget.start_item()
-    budget.finish_round(item, 3, 1.0, found_new=True)  # the first round always does
-    assert item.slice == 50.0 and not item.extended
-    budget.finish_round(item, 3, 1.0, found_new=True)
-    assert item.slice == 75.0 and item.extended
-    budget.finish_round(item, 3, 1.0, found_new=True)
-    assert item.slice == 75.0
+    assert budget.next_round(item) == FIRST_PASS_EXAMPLES  # not yet run
+    budget.count_first_pass(item, FIRST_PASS_EXAMPLES, 0.3)  # it ran before the item's turn
+    assert (item.rounds, item.examples, item.first_pass) == (1, 3, 3)
+    # 10 s at 0.1 s per example would fit 100: rounds grow at most 4x, from
+    # the first pass's 3.
+    assert budget.next_round(item) == 12
+    assert item.as_dict()["share"] == 10.0 and item.as_dict()["first_pass"] == 3
 
 
 # -- the progress line --------------------------------------------------------

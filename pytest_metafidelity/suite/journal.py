@@ -26,6 +26,8 @@ import sys
 import time
 from typing import IO, Any
 
+from . import first_pass
+
 IDLE = "idle"
 RUNNING = "running"
 _NEVER = float("-inf")
@@ -52,6 +54,9 @@ class JournalEntry:
     # pytest and Hypothesis, written to the report): a crash now is still
     # this example's, though its reproducer shows the failure, not the crash.
     reporting: bool = False
+    # The example ran ahead of its item's turn (:mod:`.first_pass`): the
+    # process was in another item's turn, or in none yet.
+    out_of_turn: bool = False
 
     @classmethod
     def from_json(cls, text: str) -> "JournalEntry | None":
@@ -205,7 +210,8 @@ def abandoned(root: str) -> list[Remains]:
                 found.append(remains)
             elif remains is None and not _alive_owner(directory, name):
                 _remove(os.path.join(directory, name))
-        if not _listdir(directory):
+        if not [n for n in _listdir(directory) if n not in first_pass.STATE]:
+            first_pass.remove_state(directory)
             try:
                 os.rmdir(directory)
             except OSError:

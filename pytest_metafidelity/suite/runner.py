@@ -18,28 +18,28 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import random
 import time
 import warnings
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
 
 from ..checks import step_time_limit
 from ..hypofuzz_runs import in_hypofuzz_run
 from ..options import DEFAULT_EXAMPLE_TIMEOUT
 from ..strategies.torch_notices import quiet_torch_notices
-from .budget import TimeBudget
-from .journal import Journal, JournalEntry, RUNNING, encode_choices
+from .budget import FIRST_PASS_EXAMPLES
+from .journal import JournalEntry, RUNNING, encode_choices
+from .run import SuiteRun
 
 if TYPE_CHECKING:
-    from ..faithful import FidelityResult
     from ..options import SuiteOptions
     from ..strategies.programs import Program
     from ..strategies.recipe import Recipe
-    from .budget import ItemSpending
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,90 +61,6 @@ class ExampleCrashed(AssertionError):
         self.reproducer = reproducer
         super().__init__(f"SystemExit({exit_status!r}) while converting or checking\n"
                          f"Reproducer (runnable Python):\n{reproducer}")
-
-
-@dataclasses.dataclass
-class SuiteRun:
-    """Settings and running tallies for the suite in this process."""
-
-    options: "SuiteOptions | None"
-    n_items: int = 0
-    journal: Journal | None = None
-    examples_done: int = 0  # examples run in this process
-    # nodeid -> Counter of outcome statuses over examples
-    tallies: dict[str, Counter] = dataclasses.field(default_factory=dict)
-    # nodeid -> digest of every case run, in order: equal digests, equal cases
-    digests: dict[str, Any] = dataclasses.field(default_factory=dict)
-    # nodeid -> Counter of known-difference entry ids that occurred
-    known: dict[str, Counter] = dataclasses.field(default_factory=dict)
-    # nodeid -> {entry id: [examples in which it did not occur, first reproducer]}
-    unexpectedly_passing: dict[str, dict[str, list[Any]]] = dataclasses.field(
-        default_factory=dict)
-    # nodeid -> what the item has covered (events, statuses, entries): new
-    # coverage earns an item more of the budget
-    coverage: dict[str, set[str]] = dataclasses.field(default_factory=dict)
-    # nodeid -> how the item spent its time (budget runs)
-    spending: dict[str, "ItemSpending"] = dataclasses.field(default_factory=dict)
-    budget: TimeBudget | None = None
-    # nodeid -> the item's inner test function (its digest keys the database)
-    inner_tests: dict[str, Callable[..., None]] = dataclasses.field(default_factory=dict)
-    _database_keys: dict[str, str] = dataclasses.field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        opts = self.options
-        if opts is not None and opts.examples is None and opts.budget is not None:
-            self.budget = TimeBudget(opts.budget)
-
-    def set_item_count(self, n_items: int) -> None:
-        self.n_items = n_items
-        if self.budget is not None:
-            self.budget.n_items = n_items
-
-    def record_entries(self, nodeid: str, result: "FidelityResult") -> None:
-        """Which known-difference entries occurred, and which were expected
-        but did not occur (with the first such example's reproducer)."""
-        known = self.known.setdefault(nodeid, Counter())
-        missing = self.unexpectedly_passing.setdefault(nodeid, {})
-        for outcome in result.outcomes:
-            known.update({entry_id for entry_id, _ in outcome.known})
-            for entry_id in outcome.unexpectedly_passing:
-                missing.setdefault(entry_id, [0, result.reproducer])[0] += 1
-
-    def database_key(self, nodeid: str) -> str:
-        """Hex of the key under which ``pytest --metafidelity`` stores and
-        replays the item's examples (first computed when the item's test is
-        made, before HypoFuzz re-keys its function with the full node id),
-        "" when unknown."""
-        key = self._database_keys.get(nodeid)
-        if key is None:
-            from hypothesis.internal.reflection import function_digest
-
-            inner = self.inner_tests.get(nodeid)
-            key = self._database_keys[nodeid] = function_digest(inner).hex() if inner else ""
-        return key
-
-    def keep_for_replay(self, nodeid: str, choices_hex: str) -> bool:
-        """Save a failing example found under HypoFuzz where ``pytest
-        --metafidelity`` replays it first: under the item's pytest key in the
-        suite's database (HypoFuzz keeps its own failures under its key)."""
-        from .crashes import save_choices
-
-        database, key = self.database(), self.database_key(nodeid)
-        if database is None or not key or not choices_hex:
-            return False
-        return save_choices(database, key, choices_hex)
-
-    def database(self) -> Any:
-        """The example database the suite's items use (None: none)."""
-        from ..databases import suite_database
-
-        opts = self.options
-        shared = suite_database(opts.database) if opts is not None else None
-        if shared is not None:
-            return shared
-        if opts is not None and not opts.profile.use_database:
-            return None
-        return settings.default.database
 
 
 # (kind, devices, the registered subclasses) -> the recipe strategy of a
@@ -238,36 +154,83 @@ def item_digest(nodeid: str) -> bytes:
 def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> Any:
     """An item that spends its slice of the budget in rounds.  Every round
     wraps the same inner function, so they share its database key (and the
-    per-item digest pytest's Hypothesis plugin adds to it)."""
+    per-item digest pytest's Hypothesis plugin adds to it).  Its first round
+    may have run already, in the first pass (``rounds.first_pass``)."""
     budget = run.budget
     assert budget is not None
     base_seed = _base_seed(run)
 
+    def round_test(number: int, examples: int, *, first_pass: bool = False) -> Any:
+        test = given(data=st.data())(inner)
+        if number:  # later rounds: fresh examples
+            test = seed(round_seed(base_seed, nodeid, number))(test)
+            return item_settings(run, examples, derandomize=False)(test)
+        first = item_settings(run, examples)
+        if first_pass:
+            # A failure is only noted here (and saved to the example database):
+            # the item's own turn, run at once, shrinks and reports it.
+            first = settings(first, phases=(Phase.explicit, Phase.reuse, Phase.generate),
+                             verbosity=Verbosity.quiet)
+        return first(test)
+
     def rounds(metafidelity_item: SuiteItem) -> None:
-        spending = run.spending[nodeid] = budget.start_item()
-        while True:
-            examples = budget.next_round(spending)
-            if examples == 0:
-                return
-            test = given(data=st.data())(inner)
-            if spending.rounds:  # later rounds: fresh examples
-                test = seed(round_seed(base_seed, nodeid, spending.rounds))(test)
-                test = item_settings(run, examples, derandomize=False)(test)
-            else:
-                test = item_settings(run, examples)(test)
-            covered = len(run.coverage.get(nodeid, ()))
-            done, started = run.examples_done, budget.now()
-            try:
-                test(metafidelity_item)
-            finally:
-                budget.finish_round(spending, run.examples_done - done, budget.now() - started,
-                                    len(run.coverage.get(nodeid, ())) > covered)
+        state = run.first_pass
+        spending = run.spending[nodeid] = budget.start_item(
+            state.items_left() if state is not None else None)
+        earlier = state.passed(nodeid) if state is not None else None
+        if earlier is not None:
+            run.adopt_first_round(nodeid, earlier)
+            budget.count_first_pass(spending, earlier.examples, earlier.seconds)
+        try:
+            while True:
+                examples = budget.next_round(spending)
+                if examples == 0:
+                    return
+                test = round_test(spending.rounds, examples)
+                covered = len(run.coverage.get(nodeid, ()))
+                done, started = run.examples_done, budget.now()
+                try:
+                    test(metafidelity_item)
+                finally:
+                    budget.finish_round(spending, run.examples_done - done,
+                                        budget.now() - started,
+                                        len(run.coverage.get(nodeid, ())) > covered)
+        finally:
+            budget.finish_item(spending)
+
+    def first_pass(metafidelity_item: SuiteItem) -> bool:
+        """The item's first round, ahead of its turn: True when it passed
+        (recorded for the item's turn), False when it did not (the turn runs
+        it again and reports it)."""
+        from .first_pass import FirstPassRecord
+
+        state = run.first_pass
+        assert state is not None
+        done, started = run.examples_done, budget.now()
+        run.out_of_turn = True
+        try:
+            round_test(0, FIRST_PASS_EXAMPLES, first_pass=True)(metafidelity_item)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException:  # a failure, a crash turned error, a skip: the turn's to report
+            run.forget(nodeid)
+            return False
+        finally:
+            run.out_of_turn = False
+            if run.journal is not None:
+                run.journal.end()
+        state.record(nodeid, FirstPassRecord(
+            examples=run.examples_done - done, seconds=budget.now() - started,
+            tally=dict(run.tallies.get(nodeid, {})), known=dict(run.known.get(nodeid, {})),
+            pid=os.getpid()))
+        return True
 
     first = given(data=st.data())(inner)
     # Lets pytest's Hypothesis plugin treat the item as a Hypothesis test
     # (statistics, the per-item database key on the shared inner function).
     rounds.hypothesis = first.hypothesis  # type: ignore[attr-defined]
     rounds.is_hypothesis_test = True  # type: ignore[attr-defined]
+    rounds.first_pass = first_pass  # type: ignore[attr-defined]
     return rounds
 
 
@@ -324,6 +287,7 @@ def _run_example(
                                      order=order, program=program),
             database_key=run.database_key(nodeid),
             example=run.tallies.get(nodeid, Counter())["examples"],
+            out_of_turn=run.out_of_turn,
         ))
     example_timeout = opts.example_timeout if opts else DEFAULT_EXAMPLE_TIMEOUT
     failed = True  # until it passes: a failure stays in the journal while it is reported
