@@ -781,10 +781,6 @@ def where(**capabilities: bool) -> Selection:
     return Selection(tuple(capabilities.items()))
 
 
-def converter_names() -> list[str]:
-    return list(CONVERTERS)
-
-
 def available_converters() -> list[str]:
     """The converters usable with the installed torch."""
     return [n for n, s in CONVERTERS.items() if s.unavailable() is None]

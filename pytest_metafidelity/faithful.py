@@ -52,9 +52,6 @@ if TYPE_CHECKING:
     from .strategies.programs import Program
     from .strategies.recipe import Recipe
 
-# Every converter this torch can run (see converters.CONVERTERS).
-DEFAULT_CONVERTERS = tuple(CONVERTERS)
-
 PASSED, FAILED, UNSUPPORTED, KNOWN = "passed", "failed", "unsupported", "known-difference"
 XPASS, INTERNAL = "unexpectedly-passing", "internal-error"
 STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS, INTERNAL)

@@ -225,10 +225,6 @@ class Op:
     make: Callable[[Choices, str, Any, dict[str, Any]], str]
 
 
-def _dims(t: Any) -> int:
-    return t.dim()
-
-
 def _storage_elements(t: Any) -> int:
     try:
         return t.untyped_storage().nbytes() // t.element_size()
@@ -351,10 +347,6 @@ def _always(t: Any) -> bool:
 
 def _has_dims(t: Any) -> bool:
     return t.dim() > 0
-
-
-def _no_large_ops(t: Any) -> bool:
-    return t.numel() <= 4096
 
 
 VIEW_OPS = (

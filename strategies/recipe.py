@@ -108,10 +108,6 @@ def recipe_of(tensor: Any) -> Recipe | None:
         return None
 
 
-def attach_recipe(tensor: Any, recipe: Recipe) -> None:
-    _registry()[tensor] = recipe
-
-
 class RecipeBuilder:
     """Accumulates recipe lines with fresh variable names, executing each line
     as it is added so that later draws can look at the real tensors built so

@@ -26,7 +26,7 @@ compares their structure.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 from . import Conversion, Mismatch, check
 from ._util import has_symbolic, related
@@ -36,10 +36,6 @@ _COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
 
 def _is_compressed(t: Any) -> bool:
     return str(t.layout).removeprefix("torch.") in _COMPRESSED
-
-
-# (name, the description's value, the converted tensor's value)
-Field = tuple[str, Callable[[Any], Any], Callable[[Any], Any]]
 
 
 def _inference_mode_disabled() -> bool:

@@ -98,10 +98,6 @@ def layout_name(t: Any) -> str:
     return str(getattr(t, "layout", "")).removeprefix("torch.")
 
 
-def dtype_name(t: Any) -> str:
-    return str(t.dtype).removeprefix("torch.")
-
-
 def plain_strided(t: Any) -> bool:
     import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass

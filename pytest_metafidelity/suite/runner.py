@@ -15,15 +15,12 @@ budget an item runs in rounds (:mod:`.budget`).
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
 import random
-import time
-import warnings
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis import strategies as st
