@@ -266,6 +266,8 @@ class FidelitySession:
             for nodeid in order:
                 if session.shouldfail or session.shouldstop:
                     break
+                if state.claimed(nodeid):  # its turn began on another worker
+                    continue
                 item = suite[nodeid]
                 if not item.obj.first_pass(params(nodeid)) and state.claim(nodeid):  # type: ignore[attr-defined]
                     self.run.out_of_turn = True

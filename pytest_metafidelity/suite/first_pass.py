@@ -17,7 +17,8 @@ failure (shrunk and reported as usual) comes in seconds, and ``-x`` stops
 there.  An item's protocol runs once in the whole run: whoever starts it
 first *claims* it (a file made with ``O_EXCL`` in the run's directory,
 which every worker shares), and a worker whose turn reaches an item
-claimed elsewhere skips it.  An item that passed keeps its first round:
+claimed elsewhere skips it, and the first pass skips an item whose turn
+has begun (on another worker).  An item that passed keeps its first round:
 its turn goes on from its second round, with the first pass's examples
 counted (through a small record file when another worker ran them).
 
@@ -99,6 +100,11 @@ class FirstPass:
         except FileExistsError:
             return False
         return True
+
+    def claimed(self, nodeid: str) -> bool:
+        """Some process has started ``nodeid``'s protocol (its turn came
+        before this worker's first pass reached it)."""
+        return os.path.exists(os.path.join(self.directory, CLAIMS, _file_name(nodeid)))
 
     def items_left(self) -> float:
         """Items whose turn has not come yet (the one starting now included),
