@@ -325,6 +325,40 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="view-replay-unchecked-storage-bounds",
+        statement=r"\.set_\(\)|\.resize_\(0\)",
+        attribute=r"is_leaf",
+        applies=lambda m, same_path: m.real is None and m.fake is not None,
+        reason=(
+            "a view whose base was changed in place under no_grad regenerates its autograd "
+            "history when its is_leaf is read, by replaying the view on the base; after the "
+            "base's storage was emptied (set_() with no arguments, untyped_storage().resize_(0)) "
+            "eager's replay checks the storage bounds and raises (setStorage: '... out of "
+            "bounds for storage of size 0'), so is_leaf cannot be read, while meta and fake "
+            "views replay without checking and answer False"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def is_leaf(x):\n"
+            "    v = x.real\n"
+            "    with torch.no_grad():\n"
+            "        x.set_()\n"
+            "    return v.is_leaf\n"
+            "try:\n"
+            "    is_leaf(torch.zeros(1, dtype=torch.complex64, requires_grad=True))\n"
+            "except RuntimeError as e:\n"
+            "    assert 'out of bounds for storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real is_leaf read')\n"
+            "m = torch.zeros(1, dtype=torch.complex64, device='meta', requires_grad=True)\n"
+            "assert is_leaf(m) is False\n"
+            "with FakeTensorMode():\n"
+            "    assert is_leaf(torch.zeros(1, dtype=torch.complex64, requires_grad=True)) is False\n"
+        ),
+    ),
+    OpDifference(
         id="fake-in-place-op-breaks-view-autograd",
         statement=r"\.\w+_\(",
         attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
