@@ -4,6 +4,7 @@
     python3 dev.py fidelity [PYTEST ARGS...]     # pytest --metafidelity (the main job)
     python3 dev.py test [PYTEST ARGS...]         # the project's own tests (pytest-xdist, -n auto)
     python3 dev.py test-oldest [PYTEST ARGS...]  # the same tests on the oldest supported torch
+    python3 dev.py types [MYPY ARGS...]          # the type checker over the modules CI checks
 
 On first use ``fidelity`` and ``test`` create a project-local virtual
 environment in .venv with the pinned dev dependencies (requirements-dev.txt:
@@ -40,6 +41,8 @@ COMMANDS = {
     "fidelity": ["-m", "pytest", "--metafidelity"],
     "test": TESTS,
     "test-oldest": TESTS,
+    # mypy over the files pyproject.toml's [tool.mypy] lists (CI runs it).
+    "types": ["-m", "mypy"],
 }
 OLDEST_FREE_GB = 12  # the CUDA build of torch and its libraries, plus pip's cache
 # Exit status of test-oldest when its environment cannot be set up (EX_TEMPFAIL;

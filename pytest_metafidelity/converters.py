@@ -171,7 +171,7 @@ class MetaConverterAdapter(Converter):
     def __init__(self) -> None:
         from torch._subclasses.meta_utils import MetaConverter
 
-        self.impl = MetaConverter()
+        self.impl: Any = MetaConverter()
 
     def _convert(self, t: Any) -> Any:
         return self.impl(t)
@@ -682,7 +682,7 @@ def all_dynamic_context(t: Any, source: Any = None) -> Any:
         from torch._dynamo.source import AttrSource
 
         view_base_context = all_dynamic_context(base, AttrSource(source, "_base"))
-    common = dict(
+    common: dict[str, Any] = dict(
         dynamic_sizes=[DimDynamic.DYNAMIC] * ndim,
         constraint_sizes=[None] * ndim,
         view_base_context=view_base_context,

@@ -60,6 +60,9 @@ def version_partition(tensors: list[Any]) -> list[Any]:
         if labels[i] is not None or _version(t) is None:
             continue
         before = [_version(u) for u in tensors]
+        own = before[i]
+        if own is None:
+            continue
         try:
             bump(t)
         except Exception:
@@ -67,7 +70,7 @@ def version_partition(tensors: list[Any]) -> list[Any]:
         try:
             after = [_version(u) for u in tensors]
         finally:
-            _set_version(restore, t, before[i])
+            _set_version(restore, t, own)
         for j, (a, b) in enumerate(zip(before, after)):
             if a is not None and b is not None and a != b and labels[j] is None:
                 labels[j] = i

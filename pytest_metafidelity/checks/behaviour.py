@@ -112,8 +112,8 @@ def _quiet_fake_tensor_log() -> Iterator[None]:
         logger.disabled = was
 
 
-def _versions(tensors: Sequence[Any]) -> list[Any]:
-    out = []
+def _versions(tensors: Sequence[Any]) -> list[int | None]:
+    out: list[int | None] = []
     for t in tensors:
         try:
             out.append(int(t._version))
@@ -325,7 +325,7 @@ class Lockstep:
         for name, a0, b0, a1, b1 in zip(live, before_real, before_other,
                                         _versions(self.real.tensors(live)),
                                         _versions(self.other.tensors(live))):
-            if None in (a0, b0, a1, b1) or name in self.unshared:
+            if a0 is None or b0 is None or a1 is None or b1 is None or name in self.unshared:
                 continue
             if a1 - a0 != b1 - b0:
                 found.append(Mismatch(
@@ -339,7 +339,7 @@ def _bases(t: Any) -> list[Any]:
     """``t._base``, its ``_base``, ... (a view's base is not a view)."""
     from ._util import base_of
 
-    out = []
+    out: list[Any] = []
     b = base_of(t) if t is not None else None
     while b is not None and len(out) < 8:
         out.append(b)
@@ -564,7 +564,7 @@ def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
 
     conv = Conversion(tuple(namespace), tuple(namespace.values()), tuple(namespace.values()),
                       None)
-    out = []
+    out: list[tuple[int | None, tuple[Any, ...] | None]] = []
     for m in differs:
         t = resolve(conv, m.path)
         try:
@@ -666,7 +666,7 @@ def _as_op_differences(conv: Conversion, entries: list[Any], differs: list[Misma
                        detail: Callable[[Mismatch], str], k: int) -> list[Mismatch]:
     """The step's differences as the operator differences ``entries``
     (each reported once per conversion)."""
-    reported = []
+    reported: list[Mismatch] = []
     for entry, m in zip(entries, differs):
         if entry.id in getattr(conv, "op_differences", ()):
             continue

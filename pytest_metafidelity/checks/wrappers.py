@@ -41,11 +41,13 @@ class _WrappingQueries:
     def __init__(self) -> None:
         import torch
 
+        self.functional_tensor: Any = None
         try:
             from torch._subclasses.functional_tensor import FunctionalTensor
+
+            self.functional_tensor = FunctionalTensor
         except Exception:
-            FunctionalTensor = None  # noqa: N806
-        self.functional_tensor: Any = FunctionalTensor
+            pass
         queries = [("torch._is_functional_tensor()", getattr(torch, "_is_functional_tensor", None))]
         queries += [(q, _functorch(q)) for q in ("is_functorch_wrapped_tensor",
                                                   "is_batchedtensor", "is_gradtrackingtensor")]

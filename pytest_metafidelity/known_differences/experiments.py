@@ -56,7 +56,7 @@ def python_dispatcher_replay_differs(t: Any) -> bool:
     from torch._dispatch.python import enable_python_dispatcher
     from torch._subclasses.meta_utils import MetaConverter
 
-    base = MetaConverter()(t._base)
+    base: Any = MetaConverter()(t._base)
     with enable_python_dispatcher():
         r = t._view_func_unsafe(base, lambda s: s, lambda x: x)
     return ((tuple(r.shape), tuple(r.stride()), r.storage_offset())

@@ -6,6 +6,7 @@ program's step shows that follow from the conversion.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from ...converters import where
@@ -21,7 +22,7 @@ def _op_difference_entries() -> list[KnownDifference]:
     the program did not run the operator."""
     from ..op_differences import registry as op_registry
 
-    def recorded(entry_id: str) -> object:
+    def recorded(entry_id: str) -> Callable[[Case], bool]:
         return reads_record("op_differences")(family_wide(
             lambda case: entry_id in getattr(case.conversion, "op_differences", ())))
 

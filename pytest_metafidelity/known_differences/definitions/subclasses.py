@@ -32,7 +32,7 @@ def subclass_view_replays_symbol(case: Case) -> bool:
     from ...checks._util import is_view, safe
 
     return any(
-        is_traceable_wrapper_subclass(t) and is_view(t) and t._base is not None
+        is_view(t) and t._base is not None and is_traceable_wrapper_subclass(t)
         and memo(case, ("refake-symint", id(t)),
                   lambda: safe(lambda: first_fake_replays_symbol(t), False))
         for t in case.family
@@ -93,8 +93,8 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
     from ...checks._util import is_view, safe
 
     if not memo(case, "zero-element-subclass-view", lambda: any(
-            is_traceable_wrapper_subclass(t) and is_view(t)
-            and safe(lambda: t.numel() == 0, False) for t in case.family)):
+            is_view(t) and safe(lambda: t.numel() == 0, False)
+            and is_traceable_wrapper_subclass(t) for t in case.family)):
         return False
 
     def differs() -> frozenset:
@@ -154,7 +154,7 @@ def subclass_view_replay_mismatch(case: Case) -> bool:
     from ...checks._util import is_view, safe
 
     return any(
-        is_traceable_wrapper_subclass(t) and is_view(t) and t._base is not None
+        is_view(t) and t._base is not None and is_traceable_wrapper_subclass(t)
         and memo(case, ("replay-refs", id(t)),
                   lambda: safe(lambda: python_dispatcher_replay_differs(t), False))
         for t in case.family
