@@ -59,4 +59,4 @@ def test_unknown_command_lists_the_commands() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "dev.py"), "nope"], capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
-    assert "expected one of fidelity, test, test-oldest; got ['nope']" in proc.stderr
+    assert "expected one of fidelity, test, test-oldest, types; got ['nope']" in proc.stderr
