@@ -1,0 +1,211 @@
+"""Branch coverage of torch's conversion code by a run of the suite.
+
+    .venv/bin/python benchmarks/converter_coverage.py [--seed N] [--keep DIR] [PYTEST ARGS ...]
+
+Runs ``pytest --metafidelity`` (default: the ``dev`` profile's 40 s run;
+extra arguments go to pytest, e.g. ``--metafidelity-examples=10``, the
+measurement that does not depend on the machine's load) in a fresh
+directory under coverage.py with branch coverage, following the xdist
+worker that runs the suite and any process it starts, measuring only the
+conversion code of the installed torch (``benchmarks/converter_arcs.py``:
+the describer, ``MetaConverter``, and the fake-tensor layer over it).
+It prints, per function, the branch arcs covered out of all; every arc not
+covered, with its source line and the verdict of
+``benchmarks/converter_coverage_verdicts.json`` (reachable on this machine's
+CPU or not, and why); the totals, all arcs and those reachable on the CPU;
+and the uncovered reachable arcs grouped by reason.  An uncovered arc that
+the verdict file does not know (new or changed in this torch) shows as
+"no verdict".  Coverage data stays in a temporary directory (``--keep DIR``
+keeps the combined data file there instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter, defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from converter_arcs import (  # noqa: E402
+    Arc,
+    ArcKey,
+    Function,
+    branch_arcs,
+    conversion_functions,
+    keyed_arcs,
+)
+
+VERDICTS = ROOT / "benchmarks" / "converter_coverage_verdicts.json"
+NO_VERDICT = "no verdict"
+
+
+def load_verdicts(path: Path = VERDICTS) -> tuple[dict[str, dict], dict[ArcKey, dict]]:
+    """The reasons (name -> {"reachable_on_cpu", "meaning"}) and the verdicts
+    by arc key.  Raises ValueError naming a verdict whose reason is unknown,
+    or a key given twice."""
+    document = json.loads(path.read_text())
+    reasons = document["reasons"]
+    for name, reason in reasons.items():
+        if not isinstance(reason.get("reachable_on_cpu"), bool) or not reason.get("meaning"):
+            raise ValueError(f"{path}: reason {name!r} needs a boolean 'reachable_on_cpu' "
+                             f"and a 'meaning'; got {reason!r}")
+    verdicts: dict[ArcKey, dict] = {}
+    for verdict in document["verdicts"]:
+        key = ArcKey(verdict["function"], verdict["branch"], verdict["destination"],
+                     verdict.get("occurrence", 1))
+        if verdict["reason"] not in reasons:
+            raise ValueError(f"{path}: verdict {key} has reason {verdict['reason']!r}; "
+                             f"expected one of {', '.join(reasons)}")
+        if key in verdicts:
+            raise ValueError(f"{path}: two verdicts for {key}")
+        verdicts[key] = verdict
+    return reasons, verdicts
+
+
+def coverage_config(data_dir: Path, files: list[Path]) -> str:
+    """coverage.py settings: branch coverage of ``files`` only, in every
+    process the run starts (xdist workers, forked and spawned children),
+    each writing its own data file in ``data_dir``."""
+    include = "\n    ".join(str(f) for f in files)
+    return (f"[run]\nbranch = True\nparallel = True\ndata_file = {data_dir / '.coverage'}\n"
+            f"include =\n    {include}\npatch =\n    subprocess\n    fork\n    _exit\n")
+
+
+def run_suite(pytest_args: list[str], data_dir: Path, files: list[Path], seed: int) -> int:
+    """Run ``pytest --metafidelity`` under coverage in a fresh directory (no
+    example database, no cache); its exit status."""
+    rcfile = data_dir / "coveragerc"
+    rcfile.write_text(coverage_config(data_dir, files))
+    with tempfile.TemporaryDirectory() as workdir:
+        command = [sys.executable, "-m", "coverage", "run", f"--rcfile={rcfile}",
+                   "-m", "pytest", "--metafidelity", "-q", "-p", "no:cacheprovider",
+                   f"--rootdir={workdir}", f"--hypothesis-seed={seed}", *pytest_args]
+        print("$", " ".join(command[3:]), flush=True)
+        done = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
+    tail = done.stdout.strip().splitlines()[-1:] or done.stderr.strip().splitlines()[-1:]
+    print(f"pytest exited {done.returncode}: {tail[0] if tail else '(no output)'}", flush=True)
+    return done.returncode
+
+
+def executed_arcs(data_dir: Path, files: list[Path], keep: Path | None) -> dict[Path, set]:
+    """The arcs each file ran, from the data files of every process."""
+    import coverage
+
+    rcfile = data_dir / "coveragerc"
+    cov = coverage.Coverage(data_file=str(data_dir / ".coverage"), config_file=str(rcfile))
+    cov.combine(data_paths=[str(data_dir)])
+    cov.save()
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copy(data_dir / ".coverage", keep / ".coverage")
+    data = cov.get_data()
+    measured = {os.path.realpath(name): name for name in data.measured_files()}
+    return {f: set(data.arcs(measured[str(f)]) or ()) if str(f) in measured else set()
+            for f in files}
+
+
+def verdict_of(arc: Arc, reasons: dict, verdicts: dict) -> tuple[str, bool | None, str]:
+    """(reason, reachable on the CPU or None when unknown, why)."""
+    verdict = verdicts.get(arc.key)
+    if verdict is None:
+        return NO_VERDICT, None, ""
+    return verdict["reason"], reasons[verdict["reason"]]["reachable_on_cpu"], verdict["why"]
+
+
+def describe(arc: Arc) -> str:
+    to = f"exit ({arc.key.destination[5:]})" if arc.destination < 0 else arc.key.destination
+    return f"{arc.line:5d}->{abs(arc.destination):<5d} {arc.key.branch[:60]}  =>  {to[:50]}"
+
+
+def percent(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else f"{part}/0"
+
+
+def report(functions: list[Function], executed: dict[Path, set]) -> None:
+    reasons, verdicts = load_verdicts()
+    sources = {f.path: f.path.read_text() for f in functions}
+    possible = {path: branch_arcs(source) for path, source in sources.items()}
+    arcs = {f: keyed_arcs(f, sources[f.path], possible[f.path]) for f in functions}
+    covered = {f: [a for a in arcs[f] if (a.line, a.destination) in executed[f.path]]
+               for f in functions}
+    uncovered = {f: [a for a in arcs[f] if (a.line, a.destination) not in executed[f.path]]
+                 for f in functions}
+
+    print(f"\n{'function':42} branch arcs covered")
+    for f in functions:
+        print(f"{f.name:42} {percent(len(covered[f]), len(arcs[f]))}")
+
+    print("\nuncovered branch arcs (line->destination, branch => destination: verdict)")
+    by_reason: dict[str, list[Arc]] = defaultdict(list)
+    unreachable: Counter[str] = Counter()
+    for f in functions:
+        if uncovered[f]:
+            print(f"{f.name}:")
+        for arc in uncovered[f]:
+            reason, reachable, why = verdict_of(arc, reasons, verdicts)
+            where = {True: "reachable on CPU", False: "not reachable on CPU", None: "?"}
+            print(f"  {describe(arc)}\n        {where[reachable]}: {reason}"
+                  + (f" -- {why}" if why else ""))
+            if reachable is False:
+                unreachable[reason] += 1
+            else:
+                by_reason[reason].append(arc)
+
+    contradicted = [a for f in functions for a in covered[f]
+                    if verdict_of(a, reasons, verdicts)[1] is False]
+    known = {a.key for f in functions for a in arcs[f]}
+    stale = [key for key in verdicts if key not in known]
+
+    total = sum(len(a) for a in arcs.values())
+    done = sum(len(c) for c in covered.values())
+    reachable_total = total - sum(unreachable.values()) - len(contradicted)
+    print(f"\ncovered: {percent(done, total)} branch arcs")
+    print(f"reachable on CPU covered: {percent(done, reachable_total)} "
+          f"(not reachable: {sum(unreachable.values())}: "
+          + ", ".join(f"{reason} {n}" for reason, n in unreachable.most_common()) + ")")
+    if NO_VERDICT in by_reason:
+        print(f"  counted as reachable: {len(by_reason[NO_VERDICT])} uncovered arcs with "
+              f"{NO_VERDICT} (new or changed in this torch?)")
+    print("\nuncovered and reachable on CPU, by reason:")
+    for reason, listed in sorted(by_reason.items(), key=lambda item: -len(item[1])):
+        print(f"  {reason} ({len(listed)}):")
+        for arc in listed:
+            print(f"    {arc.key.function}  {describe(arc)}")
+    if contradicted:
+        print(f"\nverdicts the run contradicts (covered, yet 'not reachable'): "
+              f"{len(contradicted)}")
+        for arc in contradicted:
+            print(f"  {arc.key.function}  {describe(arc)}")
+    if stale:
+        print(f"\nverdicts matching no arc of this torch: {len(stale)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], allow_abbrev=False,
+        epilog="Arguments it does not know go to pytest, e.g. --metafidelity-examples=10.")
+    parser.add_argument("--seed", type=int, default=0, help="--hypothesis-seed (default 0)")
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="keep the combined coverage data file in DIR")
+    args, pytest_args = parser.parse_known_args()
+    functions = conversion_functions()
+    files = list(dict.fromkeys(f.path for f in functions))
+    import torch
+
+    print(f"torch {torch.__version__} at {files[0].parent.parent}")
+    with tempfile.TemporaryDirectory() as data_dir:
+        run_suite(pytest_args, Path(data_dir), files, args.seed)
+        executed = executed_arcs(Path(data_dir), files, args.keep)
+    report(functions, executed)
+
+
+if __name__ == "__main__":
+    main()
