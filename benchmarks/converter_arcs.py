@@ -133,15 +133,26 @@ def statement_texts(source: str) -> dict[int, str]:
     return texts
 
 
-def branch_arcs(source: str) -> set[tuple[int, int]]:
-    """coverage.py's branch arcs of ``source``: the arcs from lines with more
-    than one way out (what its branch coverage counts)."""
+def _parsed(source: str):
     from coverage.parser import PythonParser
 
     parser = PythonParser(text=source)
     parser.parse_source()
+    return parser
+
+
+def branch_arcs(source: str) -> set[tuple[int, int]]:
+    """coverage.py's branch arcs of ``source``: the arcs from lines with more
+    than one way out (what its branch coverage counts)."""
+    parser = _parsed(source)
     exits = parser.exit_counts()
     return {(a, b) for a, b in parser.arcs() if exits.get(a, 0) > 1}
+
+
+def statement_arcs(source: str, measured: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """Arcs as measured (between the lines the tracer saw run) as arcs
+    between statements' first lines, as branch_arcs names them."""
+    return set(_parsed(source).translate_arcs(measured))
 
 
 def keyed_arcs(function: Function, source: str, arcs: set[tuple[int, int]]) -> list[Arc]:

@@ -41,6 +41,7 @@ from converter_arcs import (  # noqa: E402
     branch_arcs,
     conversion_functions,
     keyed_arcs,
+    statement_arcs,
 )
 
 VERDICTS = ROOT / "benchmarks" / "converter_coverage_verdicts.json"
@@ -95,18 +96,29 @@ def run_suite(pytest_args: list[str], data_dir: Path, files: list[Path], seed: i
     return done.returncode
 
 
-def executed_arcs(data_dir: Path, files: list[Path], keep: Path | None) -> dict[Path, set]:
-    """The arcs each file ran, from the data files of every process."""
+def combine(data_dir: Path, keep: Path | None) -> Path:
+    """One data file from those of every process of the run (copied into
+    ``keep`` too when given)."""
     import coverage
 
-    rcfile = data_dir / "coveragerc"
-    cov = coverage.Coverage(data_file=str(data_dir / ".coverage"), config_file=str(rcfile))
+    data_file = data_dir / ".coverage"
+    cov = coverage.Coverage(data_file=str(data_file), config_file=str(data_dir / "coveragerc"))
     cov.combine(data_paths=[str(data_dir)])
     cov.save()
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
-        shutil.copy(data_dir / ".coverage", keep / ".coverage")
-    data = cov.get_data()
+        shutil.copy(data_file, keep / ".coverage")
+    return data_file
+
+
+def executed_arcs(data_file: Path, files: list[Path]) -> dict[Path, set[tuple[int, int]]]:
+    """The arcs each of ``files`` ran, as the tracer saw them."""
+    import coverage
+
+    if not data_file.is_file():
+        raise SystemExit(f"converter_coverage: no coverage data file at {data_file}")
+    data = coverage.CoverageData(basename=str(data_file))
+    data.read()
     measured = {os.path.realpath(name): name for name in data.measured_files()}
     return {f: set(data.arcs(measured[str(f)]) or ()) if str(f) in measured else set()
             for f in files}
@@ -133,6 +145,7 @@ def report(functions: list[Function], executed: dict[Path, set]) -> None:
     reasons, verdicts = load_verdicts()
     sources = {f.path: f.path.read_text() for f in functions}
     possible = {path: branch_arcs(source) for path, source in sources.items()}
+    executed = {path: statement_arcs(sources[path], executed[path]) for path in sources}
     arcs = {f: keyed_arcs(f, sources[f.path], possible[f.path]) for f in functions}
     covered = {f: [a for a in arcs[f] if (a.line, a.destination) in executed[f.path]]
                for f in functions}
@@ -195,15 +208,22 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0, help="--hypothesis-seed (default 0)")
     parser.add_argument("--keep", type=Path, metavar="DIR",
                         help="keep the combined coverage data file in DIR")
+    parser.add_argument("--from-data", type=Path, metavar="FILE",
+                        help="run nothing: report the data file a run kept (--keep)")
     args, pytest_args = parser.parse_known_args()
     functions = conversion_functions()
     files = list(dict.fromkeys(f.path for f in functions))
     import torch
 
     print(f"torch {torch.__version__} at {files[0].parent.parent}")
-    with tempfile.TemporaryDirectory() as data_dir:
-        run_suite(pytest_args, Path(data_dir), files, args.seed)
-        executed = executed_arcs(Path(data_dir), files, args.keep)
+    if args.from_data:
+        if pytest_args:
+            parser.error(f"--from-data runs nothing; got pytest arguments {pytest_args}")
+        executed = executed_arcs(args.from_data, files)
+    else:
+        with tempfile.TemporaryDirectory() as data_dir:
+            run_suite(pytest_args, Path(data_dir), files, args.seed)
+            executed = executed_arcs(combine(Path(data_dir), args.keep), files)
     report(functions, executed)
 
 
