@@ -132,20 +132,28 @@ def verdict_of(arc: Arc, reasons: dict, verdicts: dict) -> tuple[str, bool | Non
     return verdict["reason"], reasons[verdict["reason"]]["reachable_on_cpu"], verdict["why"]
 
 
-def describe(arc: Arc) -> str:
-    to = f"exit ({arc.key.destination[5:]})" if arc.destination < 0 else arc.key.destination
-    return f"{arc.line:5d}->{abs(arc.destination):<5d} {arc.key.branch[:60]}  =>  {to[:50]}"
+def describe(arc: Arc, lines: list[str]) -> str:
+    """``line->destination  branch source line  =>  destination source line``."""
+    branch = lines[arc.line - 1].strip()
+    if arc.destination < 0:
+        to = f"exit from: {lines[-arc.destination - 1].strip()}"
+    else:
+        to = lines[arc.destination - 1].strip()
+    return f"{arc.line:5d}->{abs(arc.destination):<5d} {branch[:64]}  =>  {to[:56]}"
 
 
 def percent(part: int, whole: int) -> str:
     return f"{part}/{whole} ({100 * part / whole:.1f}%)" if whole else f"{part}/0"
 
 
-def report(functions: list[Function], executed: dict[Path, set]) -> None:
+def report(functions: list[Function], measured: dict[Path, set[tuple[int, int]]]) -> None:
+    """Print the figures, the uncovered arcs with their verdicts, and the
+    totals, for the arcs ``measured`` per file."""
     reasons, verdicts = load_verdicts()
     sources = {f.path: f.path.read_text() for f in functions}
+    lines = {f: sources[f.path].splitlines() for f in functions}
     possible = {path: branch_arcs(source) for path, source in sources.items()}
-    executed = {path: statement_arcs(sources[path], executed[path]) for path in sources}
+    executed = {path: statement_arcs(sources[path], measured[path]) for path in sources}
     arcs = {f: keyed_arcs(f, sources[f.path], possible[f.path]) for f in functions}
     covered = {f: [a for a in arcs[f] if (a.line, a.destination) in executed[f.path]]
                for f in functions}
@@ -157,22 +165,22 @@ def report(functions: list[Function], executed: dict[Path, set]) -> None:
         print(f"{f.name:42} {percent(len(covered[f]), len(arcs[f]))}")
 
     print("\nuncovered branch arcs (line->destination, branch => destination: verdict)")
-    by_reason: dict[str, list[Arc]] = defaultdict(list)
+    by_reason: dict[str, list[tuple[Function, Arc]]] = defaultdict(list)
     unreachable: Counter[str] = Counter()
     for f in functions:
         if uncovered[f]:
             print(f"{f.name}:")
         for arc in uncovered[f]:
             reason, reachable, why = verdict_of(arc, reasons, verdicts)
-            where = {True: "reachable on CPU", False: "not reachable on CPU", None: "?"}
-            print(f"  {describe(arc)}\n        {where[reachable]}: {reason}"
+            where = {True: "reachable on CPU: ", False: "not reachable on CPU: ", None: ""}
+            print(f"  {describe(arc, lines[f])}\n        {where[reachable]}{reason}"
                   + (f" -- {why}" if why else ""))
             if reachable is False:
                 unreachable[reason] += 1
             else:
-                by_reason[reason].append(arc)
+                by_reason[reason].append((f, arc))
 
-    contradicted = [a for f in functions for a in covered[f]
+    contradicted = [(f, a) for f in functions for a in covered[f]
                     if verdict_of(a, reasons, verdicts)[1] is False]
     known = {a.key for f in functions for a in arcs[f]}
     stale = [key for key in verdicts if key not in known]
@@ -181,22 +189,22 @@ def report(functions: list[Function], executed: dict[Path, set]) -> None:
     done = sum(len(c) for c in covered.values())
     reachable_total = total - sum(unreachable.values())
     print(f"\ncovered: {percent(done, total)} branch arcs")
+    kinds = ", ".join(f"{reason} {n}" for reason, n in unreachable.most_common())
     print(f"reachable on CPU covered: {percent(done, reachable_total)} "
-          f"(not reachable: {sum(unreachable.values())}: "
-          + ", ".join(f"{reason} {n}" for reason, n in unreachable.most_common()) + ")")
+          f"(not reachable: {sum(unreachable.values())}" + (f": {kinds})" if kinds else ")"))
     if NO_VERDICT in by_reason:
         print(f"  counted as reachable: {len(by_reason[NO_VERDICT])} uncovered arcs with "
               f"{NO_VERDICT} (new or changed in this torch?)")
     print("\nuncovered and reachable on CPU, by reason:")
     for reason, listed in sorted(by_reason.items(), key=lambda item: -len(item[1])):
         print(f"  {reason} ({len(listed)}):")
-        for arc in listed:
-            print(f"    {arc.key.function}  {describe(arc)}")
+        for f, arc in listed:
+            print(f"    {f.name:38} {describe(arc, lines[f])}")
     if contradicted:
         print(f"\nverdicts the run contradicts (covered, yet 'not reachable'): "
               f"{len(contradicted)}")
-        for arc in contradicted:
-            print(f"  {arc.key.function}  {describe(arc)}")
+        for f, arc in contradicted:
+            print(f"  {f.name:38} {describe(arc, lines[f])}")
     if stale:
         print(f"\nverdicts matching no arc of this torch: {len(stale)}")
 

@@ -1,6 +1,7 @@
 """benchmarks/converter_coverage.py: locating torch's conversion code, arc
 keys that survive line shifts, the verdict file, and a tiny real run."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -137,12 +138,12 @@ def test_a_tiny_run_covers_arcs_of_each_function_the_dense_kind_reaches():
          "--metafidelity-converters=fake"],
         capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    lines = dict(line.split(None, 1) for line in done.stdout.splitlines()
-                 if line.split(None, 1)[:1] and "." in line.split()[0] and "/" in line)
+    table = dict(re.findall(r"^(\w+\.\w+) +(\d+/\d+) \(", done.stdout, re.M))
+    assert len(table) == 9, done.stdout
     reached = ("MetaTensorDescriber.describe_tensor", "MetaConverter.meta_tensor",
                "MetaConverter.__call__", "FakeTensorConverter.from_real_tensor",
                "FakeTensorMode.from_tensor")
     for name in reached:
-        covered, total = lines[name].split()[0].split("/")
-        assert 0 < int(covered) <= int(total), (name, lines[name])
+        covered, total = table[name].split("/")
+        assert 0 < int(covered) <= int(total), (name, table[name])
     assert "reachable on CPU covered:" in done.stdout
