@@ -93,6 +93,10 @@ def run_suite(pytest_args: list[str], data_dir: Path, files: list[Path], seed: i
         done = subprocess.run(command, cwd=workdir, capture_output=True, text=True)
     tail = done.stdout.strip().splitlines()[-1:] or done.stderr.strip().splitlines()[-1:]
     print(f"pytest exited {done.returncode}: {tail[0] if tail else '(no output)'}", flush=True)
+    if done.returncode not in (0, 1):  # 1: failures found, the run still ran the suite
+        raise SystemExit(f"converter_coverage: the run did not run the suite (pytest exit status "
+                         f"{done.returncode}); its output ends:\n"
+                         + "\n".join((done.stdout + done.stderr).strip().splitlines()[-15:]))
     return done.returncode
 
 
