@@ -113,7 +113,7 @@ def test_keys_of_torchs_conversion_code_survive_a_line_shift():
 @needs_dev_torch
 def test_the_verdict_file_parses_and_every_verdict_has_a_known_reason():
     reasons, verdicts = converter_coverage.load_verdicts()
-    assert {"input-not-drawn", "cuda-or-xpu-only", "defensive-raise", "dead-code",
+    assert {"covered-by-the-suite", "input-not-drawn", "cuda-or-xpu-only", "defensive-raise", "dead-code",
             "legacy-path", "misuse-assert", "call-never-made"} <= set(reasons)
     assert verdicts
     known = {f.name for f in conversion_functions()}
@@ -122,9 +122,9 @@ def test_the_verdict_file_parses_and_every_verdict_has_a_known_reason():
         assert verdict["reason"] in reasons and verdict["why"]
 
 
-def test_the_verdicts_match_arcs_of_the_installed_torch():
-    """Every verdict names an arc of this torch (checked on the torch the
-    file was written for: a later one may change arcs)."""
+def test_every_arc_of_the_installed_torch_has_exactly_one_verdict():
+    """Checked on the torch the file was written for: a later one may add
+    or change arcs, which the benchmark shows as "no verdict"."""
     import torch
 
     _, verdicts = converter_coverage.load_verdicts()
@@ -135,7 +135,7 @@ def test_the_verdicts_match_arcs_of_the_installed_torch():
     for f in conversion_functions():
         source = f.path.read_text()
         arcs |= {a.key for a in keyed_arcs(f, source, branch_arcs(source))}
-    assert set(verdicts) <= arcs
+    assert set(verdicts) == arcs
 
 
 def test_an_unknown_reason_is_named(tmp_path):
