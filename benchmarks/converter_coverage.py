@@ -1,22 +1,25 @@
 """Branch coverage of torch's conversion code by a run of the suite.
 
     .venv/bin/python benchmarks/converter_coverage.py [--seed N] [--keep DIR] [PYTEST ARGS ...]
+    .venv/bin/python benchmarks/converter_coverage.py --from-data DIR/.coverage
 
 Runs ``pytest --metafidelity`` (default: the ``dev`` profile's 40 s run;
 extra arguments go to pytest, e.g. ``--metafidelity-examples=10``, the
-measurement that does not depend on the machine's load) in a fresh
-directory under coverage.py with branch coverage, following the xdist
-worker that runs the suite and any process it starts, measuring only the
-conversion code of the installed torch (``benchmarks/converter_arcs.py``:
-the describer, ``MetaConverter``, and the fake-tensor layer over it).
-It prints, per function, the branch arcs covered out of all; every arc not
-covered, with its source line and the verdict of
-``benchmarks/converter_coverage_verdicts.json`` (reachable on this machine's
-CPU or not, and why); the totals, all arcs and those reachable on the CPU;
-and the uncovered reachable arcs grouped by reason.  An uncovered arc that
-the verdict file does not know (new or changed in this torch) shows as
-"no verdict".  Coverage data stays in a temporary directory (``--keep DIR``
-keeps the combined data file there instead).
+measurement that does not depend on the machine's load) with
+``--hypothesis-seed`` (default 0) in a fresh directory (no example
+database, no cache) under coverage.py with branch coverage, following the
+xdist worker that runs the suite and any process it starts, and measuring
+only the conversion code of the installed torch
+(``benchmarks/converter_arcs.py``: the describer, ``MetaConverter``, and the
+fake-tensor layer over it).  It prints, per function, the branch arcs
+covered out of all; every arc not covered, with its source lines and its
+verdict from ``benchmarks/converter_coverage_verdicts.json`` (reachable on
+this machine's CPU or not, and why); the totals, over all arcs and over
+those reachable on the CPU; and the uncovered reachable arcs grouped by
+reason.  The verdict file has a verdict for every arc of the torch it names,
+so an arc shown with "no verdict" is new or changed in the installed torch.
+Coverage data stays in a temporary directory; ``--keep DIR`` keeps the
+combined data file, which ``--from-data`` reports again without a run.
 """
 
 from __future__ import annotations
