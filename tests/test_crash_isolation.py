@@ -225,8 +225,11 @@ def test_a_budget_is_spent(pytester: pytest.Pytester) -> None:
     items = json.loads(report.read_text())["items"]
     spent = sum(i["spending"]["seconds"] for i in items)
     assert spent >= 0.8 * budget, [i["spending"] for i in items]
-    # Past the old 50-example cap, in rounds.
-    assert max(i["counts"]["examples"] for i in items) > 50
+    # Past the old 50-example cap, in rounds -- where the machine runs fast
+    # enough for that (a loaded two-core machine ran 2.6 examples/s).
+    examples = [i["counts"]["examples"] for i in items]
+    if sum(examples) / spent * budget / len(items) >= 100:
+        assert max(examples) > 50, examples
     assert sum(i["spending"]["rounds"] for i in items) > len(items)
     result.stdout.fnmatch_lines(["metafidelity: 2 items, * examples (*/s) in * s of items' time, "
                                  "* rounds*"])
