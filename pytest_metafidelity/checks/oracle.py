@@ -175,12 +175,14 @@ _UNREADABLE = object()
 
 def memory_formats() -> tuple[Any, ...]:
     """The memory formats ``is_contiguous`` accepts, in torch's namespace
-    order (``preserve_format`` is refused)."""
+    order, less ``preserve_format`` (an instruction to keep a tensor's
+    format, read as ``contiguous_format`` here)."""
     import torch
 
     if not _MEMORY_FORMATS:
         probe = torch.empty(1, 1, 1, 1, 1)
-        formats = {id(v): v for v in vars(torch).values() if isinstance(v, torch.memory_format)}
+        formats = {id(v): v for v in vars(torch).values()
+                   if isinstance(v, torch.memory_format) and v is not torch.preserve_format}
         _MEMORY_FORMATS.extend(f for f in formats.values()
                                if safe(lambda: probe.is_contiguous(memory_format=f)) is not None)
     return tuple(_MEMORY_FORMATS)
