@@ -166,8 +166,9 @@ META_STORAGE_DESC_RULES: dict[str, Rule] = {
 
 TENSOR_RULES: dict[str, Rule] = {
     "_has_symbolic_sizes_strides": Explained(
-        "true of a fake with a ShapeEnv by design (its sizes are SymInts), never of a real "
-        "tensor; the sizes are compared through their hints (`oracle`, `shape`)"),
+        "whether the sizes hold SymInts: a jagged tensor's nested int, and by design a fake's "
+        "symbolic sizes under a ShapeEnv; the sizes are compared (through their hints: "
+        "`oracle`, `shape`)"),
     "_is_all_true": Explained(_DATA),
     "_is_any_true": Explained(_DATA),
     "_is_view": _c("metadata", "_is_view()"),
