@@ -27,12 +27,12 @@ from pytest_metafidelity.properties import (
     Explained,
     Property,
     main,
+    markdown_totals,
     properties,
     totals,
     unexplained,
 )
 from pytest_metafidelity.property_values import NotRead, TensorReading, read_value
-
 from test_checks import faulty
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,6 +115,14 @@ def test_a_compared_property_names_an_attribute_its_check_reports(prop: Property
     source = inspect.getsource(module)
     assert (f'"{rule.attribute}"' in source or rule.attribute in _generated_attributes()), (
         f"{prop.written}: the {rule.check} check never reports {rule.attribute!r}")
+
+
+def test_the_readme_shows_the_pinned_torchs_totals() -> None:
+    if installed_torch() != pinned_torch():
+        pytest.skip(f"the README shows the pinned torch {pinned_torch()}")
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Properties read and why some are not"):]
+    assert markdown_totals(PROPS) in section
 
 
 def test_the_table_prints_with_its_totals(capsys: pytest.CaptureFixture[str]) -> None:
