@@ -233,8 +233,9 @@ _KEY_RULES: dict[str, Rule] = {
     "Python": Explained("a FakeTensor is a Python tensor subclass by design; subclass types "
                         "are compared by `wrappers` (`subclass type`)"),
     "PythonTLSSnapshot": Explained("comes with the Python key (above)"),
-    "Fake": Explained("reserved: torch's FakeTensor dispatches through the Python key, and no "
-                      "tensor carries this one"),
+    "Fake": Explained("the key of the C++ fake tensor mode (TensorImpl::is_fake): no real "
+                      "tensor carries it, and the converters checked here (Python's "
+                      "FakeTensorMode, MetaConverter) do not set it"),
     "CustomRNGKeyId": Explained("a custom RNG backend's generator state, device-only"),
     "FPGA": Explained("device-only (FPGA)"),
     "Vulkan": Explained("device-only (Vulkan)"),
