@@ -40,10 +40,22 @@ def keyset_names(keyset: Any) -> tuple[str, ...]:
 
 @functools.lru_cache(maxsize=None)
 def all_runtime_keys() -> tuple[str, ...]:
-    """Every key a tensor's key set can hold (``_dispatch_keyset_full()``)."""
+    """Every key a tensor's key set can hold (``_dispatch_keyset_full()``;
+    where torch lacks it, the DispatchKey enum's members that are not
+    aliases, markers or alias keys -- those a key set can hold)."""
     import torch
 
-    return keyset_names(torch._C._dispatch_keyset_full())
+    full = getattr(torch._C, "_dispatch_keyset_full", None)
+    if full is not None:
+        return keyset_names(full())
+    names: list[str] = []
+    for name in torch._C.DispatchKey.__members__:
+        try:
+            names.extend(keyset_names(torch._C.DispatchKeySet(getattr(torch._C.DispatchKey,
+                                                                      name))))
+        except Exception:
+            continue
+    return tuple(dict.fromkeys(names))
 
 
 @functools.lru_cache(maxsize=None)
