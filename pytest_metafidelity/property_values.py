@@ -2,9 +2,7 @@
 is safe to read.
 
 :func:`read_value` gives a property's value on one tensor as a short label
-(``True``, ``False``, ``None``, ``empty`` for an empty container, ``set``
-for any other value) or raises
-:class:`NotRead` saying why it was not read.  Some reads are refused up
+(:func:`label`) or raises :class:`NotRead` saying why it was not read.  Some reads are refused up
 front: methods that change the tensor (``requires_grad_``), methods that
 need another tensor, and the reads that touch memory -- ``is_pinned()``,
 ``is_shared()``, ``is_nonzero()``, ``_is_all_true()``/``_is_any_true()``
@@ -53,12 +51,23 @@ class TensorReading:
 
 
 def label(value: Any) -> str:
+    """A short label: ``True``/``False``/``None``, ``empty`` for an empty
+    container, the name of a layout, a device type or an enum member
+    (``CreationMeta.NO_GRAD_MODE``), else ``set``."""
+    import torch
+
     if value is None:
         return "None"
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, (list, tuple, dict, set, frozenset)) and not value:
         return "empty"
+    if isinstance(value, torch.layout):
+        return str(value).removeprefix("torch.")
+    if isinstance(value, torch.device):
+        return value.type
+    if hasattr(type(value), "__members__"):  # a pybind11 or Python enum
+        return str(value)
     return "set"
 
 
