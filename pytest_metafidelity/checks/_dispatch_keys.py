@@ -65,6 +65,7 @@ def backends() -> tuple[str, ...]:
     return tuple(k for k in all_runtime_keys() if f"Autograd{k}" in keys)
 
 
+@functools.lru_cache(maxsize=None)
 def split_key(key: str) -> tuple[str, str | None]:
     """(functionality, backend) of a per-backend key; (key, None) for the
     others.  ``SparseCPU`` -> ("Sparse", "CPU"), ``CPU`` -> ("Dense", "CPU")."""
@@ -94,10 +95,22 @@ def compared_keys(t: Any) -> dict[str, str]:
     import torch
 
     found: dict[str, str] = {}
-    for key in keyset_names(torch._C._dispatch_keys(t)):
-        functionality, backend = split_key(key)
-        if backend is not None and functionality in COMPARED_FUNCTIONALITIES:
-            found[functionality] = key
-        elif key in COMPARED_KEYS:
-            found[key] = key
+    for key in _keyset_names(str(torch._C._dispatch_keys(t))):
+        compared = _compared_as(key)
+        if compared is not None:
+            found[compared] = key
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _keyset_names(text: str) -> tuple[str, ...]:
+    return keyset_names(text)
+
+
+@functools.lru_cache(maxsize=None)
+def _compared_as(key: str) -> str | None:
+    """The compared functionality (or key) ``key`` stands for, else None."""
+    functionality, backend = split_key(key)
+    if backend is not None and functionality in COMPARED_FUNCTIONALITIES:
+        return functionality
+    return key if key in COMPARED_KEYS else None
