@@ -77,8 +77,8 @@ class Property:
 _NOT_STATE = "a method taking another tensor, not a property of the tensor"
 _DATA = "reads the tensor's values (data, not metadata); fakes have none"
 _ALLOCATOR = ("the host allocator's state (pinned or shared memory): a fake allocates no "
-              "memory; reading it crashes the process on some strided tensors whose storage "
-              "is smaller than they reach")
+              "memory; reading it has crashed the process on some strided tensors (read "
+              "here only where the storage holds what the tensor reaches)")
 _OF_DEVICE = "a function of the device, which the `oracle` check compares (`device`)"
 _OF_DTYPE = "a function of the dtype, which `metadata` and `oracle` compare (`dtype`)"
 _FUNCTORCH_STATE = ("the functorch interpreter stack at conversion time: global state, not "
