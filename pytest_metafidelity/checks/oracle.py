@@ -7,6 +7,20 @@ converter, the real device for fake tensors), requires_grad, is_leaf,
 whether a leaf has a ``.grad`` (and the grad itself, recursively),
 is_inference, is_conj, is_neg, ``_is_view`` and Parameter-ness.
 
+Two readings go beyond the public API, each compared only where both sides
+can be read (they are not in :func:`read`):
+
+* ``is_contiguous(memory_format=...)`` for every memory format
+  ``is_contiguous`` accepts (introspected: the ``torch.memory_format``
+  values in torch's namespace), on strided tensors -- not where the
+  converted sizes are symbolic (reading it there would add guards);
+* the dispatch keys (``torch._C._dispatch_keys(t)``) that name a state no
+  other reading names: the Dense/Sparse/SparseCsr/Quantized/NestedTensor/
+  Autograd functionality whatever the backend (the backend is the device,
+  compared above), MkldnnCPU, ZeroTensor, ADInplaceOrView, AutogradOther and
+  AutogradNestedTensor (see :mod:`._dispatch_keys`).  A key present on one
+  side only is reported as ``<key> in torch._C._dispatch_keys(t)``.
+
 Where the converted sizes, strides or offset are SymInts they are compared
 through their hints (the example values the ShapeEnv recorded; reading a
 hint adds no guard); where they are static they are compared exactly.
@@ -27,7 +41,9 @@ from __future__ import annotations
 from typing import Any
 
 from . import Conversion, Mismatch, check
-from ._util import fake_device, grad_of, hint, hints, is_view, related, safe, same
+from ._dispatch_keys import attribute as key_attribute
+from ._dispatch_keys import compared_keys
+from ._util import fake_device, grad_of, has_symbolic, hint, hints, is_view, related, safe, same
 
 
 def read(t: Any, *, device: Any = None) -> dict[str, Any]:
@@ -143,11 +159,70 @@ def values_equal(a: Any, b: Any) -> bool | None:
 def oracle_check(conv: Conversion) -> list[Mismatch]:
     found: list[Mismatch] = []
     carries_real = bool(getattr(conv.converter, "carries_real", False))
+    symbolic = bool(getattr(conv.converter, "symbolic", False))
     for path, real, fake in related(conv, inner=False):
         found += _compare(path, read(real, device=fake_device(conv, real)), read(fake))
+        if not symbolic and not has_symbolic(fake):
+            found += _compare_contiguity(path, real, fake)
+        found += _compare_dispatch_keys(path, real, fake)
         if carries_real:
             found += _carried(path, real, fake)
     return found
+
+
+_UNREADABLE = object()
+
+
+def memory_formats() -> tuple[Any, ...]:
+    """The memory formats ``is_contiguous`` accepts, in torch's namespace
+    order, less ``preserve_format`` (an instruction to keep a tensor's
+    format, read as ``contiguous_format`` here)."""
+    import torch
+
+    if not _MEMORY_FORMATS:
+        probe = torch.empty(1, 1, 1, 1, 1)
+        formats = {id(v): v for v in vars(torch).values()
+                   if isinstance(v, torch.memory_format) and v is not torch.preserve_format}
+        _MEMORY_FORMATS.extend(f for f in formats.values()
+                               if safe(lambda: probe.is_contiguous(memory_format=f)) is not None)
+    return tuple(_MEMORY_FORMATS)
+
+
+_MEMORY_FORMATS: list[Any] = []
+
+
+def contiguity_attribute(memory_format: Any) -> str:
+    """``is_contiguous(memory_format=torch.channels_last)``."""
+    return f"is_contiguous(memory_format={memory_format})"
+
+
+def read_contiguity(t: Any) -> dict[str, Any]:
+    """``is_contiguous(memory_format=...)`` of a strided tensor for each
+    memory format; {} for other layouts, None where it raises."""
+    import torch
+
+    if safe(lambda: t.layout) != torch.strided:
+        return {}
+    return {contiguity_attribute(f): safe(lambda: bool(t.is_contiguous(memory_format=f)))
+            for f in memory_formats()}
+
+
+def _compare_contiguity(path: str, real: Any, fake: Any) -> list[Mismatch]:
+    expected, got = read_contiguity(real), read_contiguity(fake)
+    return [Mismatch(check="oracle", path=path, attribute=key, real=expected[key], fake=got[key])
+            for key in expected
+            if got.get(key) is not None and expected[key] is not None and expected[key] != got[key]]
+
+
+def _compare_dispatch_keys(path: str, real: Any, fake: Any) -> list[Mismatch]:
+    expected = safe(lambda: compared_keys(real), _UNREADABLE)
+    got = safe(lambda: compared_keys(fake), _UNREADABLE)
+    if expected is _UNREADABLE or got is _UNREADABLE:
+        return []
+    return [Mismatch(check="oracle", path=path, attribute=key_attribute(key),
+                     real=expected.get(key), fake=got.get(key),
+                     detail="a dispatch key present on one side only")
+            for key in sorted(set(expected) ^ set(got))]
 
 
 def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:

@@ -20,7 +20,7 @@ from ..core import KnownDifference
 # refusal of a functional view).
 DOMAINS = (
     "sparse", "storage", "real_tensors", "autograd", "nested", "functorch", "subclasses",
-    "functionalization", "behaviour",
+    "functionalization", "zero_tensors", "behaviour",
 )
 
 

@@ -254,3 +254,53 @@ ENTRIES.append(KnownDifference(
     ),
     raises=r"^AssertionError: False != True$",
 ))
+
+
+@needs("functorch")
+def functorch_wrapper_of_a_device_backend(case: Case) -> bool:
+    """A functorch wrapper whose dispatch keys name a backend other than
+    Meta (CPU, ...): the meta converter's wrapper of a meta tensor names
+    none."""
+    from ...checks._dispatch_keys import compared_keys
+    from ..facts import is_functorch_wrapped
+
+    t = case.tensor
+    if t is None or not is_functorch_wrapped(t):
+        return False
+    try:
+        dense = compared_keys(t).get("Dense")
+    except Exception:
+        return False
+    return dense is not None and dense != "Meta"
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-wrapper-meta-backend-keys",
+    check="oracle",
+    attribute=r"(<backend>|Autograd<backend>|AutogradOther) in torch\._C\._dispatch_keys\(t\)",
+    applies=functorch_wrapper_of_a_device_backend,
+    converters=where(fake_tensors=False),
+    reason=(
+        "a functorch wrapper (BatchedTensor, GradTrackingTensor) takes the backend keys of "
+        "the tensor it wraps from a fixed list that does not include Meta: wrapping a meta "
+        "tensor gives a key set with no backend key and AutogradOther where the wrapper of "
+        "a CPU tensor has CPU and AutogradCPU (dispatch then falls through to the wrapped "
+        "tensor, so ops still run)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._C._functorch import _add_batch_dim, _wrap_for_grad, current_level\n"
+        "from torch._functorch.eager_transforms import grad_increment_nesting\n"
+        "from torch._functorch.vmap import vmap_increment_nesting\n"
+        "keys = lambda t: str(torch._C._dispatch_keys(t))\n"
+        "cpu, meta = torch.zeros(2, 3), torch.empty(2, 3, device='meta')\n"
+        "with vmap_increment_nesting(1, 'error'):\n"
+        "    real, fake = (_add_batch_dim(x, 0, current_level()) for x in (cpu, meta))\n"
+        "    assert 'AutogradCPU' in keys(real) and 'AutogradOther' in keys(fake)\n"
+        "    assert 'Meta' not in keys(fake)\n"
+        "with grad_increment_nesting():\n"
+        "    real, fake = (_wrap_for_grad(x, current_level()) for x in (cpu, meta))\n"
+        "    assert 'AutogradCPU' in keys(real) and 'AutogradOther' in keys(fake)\n"
+    ),
+))
