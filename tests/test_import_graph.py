@@ -42,10 +42,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     # triage, and triage.triage() asks `from . import registry` (in a function)
     # for the default entries.
     (_P + "known_differences", _P + "known_differences.triage"),
-    # Options and what they build: databases and shards import OptionError
-    # from options; options._resolve_plain() imports databases and shards (in a
-    # function) to build the database and the shard.
-    (_P + "databases", _P + "options", _P + "shards"),
     # The reports: report_merge imports COLUMNS from report; report_html
     # imports report_merge; report_cli imports both; report's
     # `if __name__ == "__main__"` block imports report_cli.
