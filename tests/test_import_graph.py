@@ -42,10 +42,6 @@ KNOWN_CYCLES: set[tuple[str, ...]] = {
     # triage, and triage.triage() asks `from . import registry` (in a function)
     # for the default entries.
     (_P + "known_differences", _P + "known_differences.triage"),
-    # The reports: report_merge imports COLUMNS from report; report_html
-    # imports report_merge; report_cli imports both; report's
-    # `if __name__ == "__main__"` block imports report_cli.
-    (_P + "report", _P + "report_cli", _P + "report_html", _P + "report_merge"),
     # The checking core, too large to untangle for now.  faithful imports
     # checks, reproducer and (in functions) checks.behaviour, checks.wrappers,
     # checks.purity, program_runs; checks.behaviour imports (in functions)
