@@ -36,6 +36,9 @@ import logging
 import os
 from typing import Any, Callable, Iterator
 
+# Re-exported: the converters' callers have always imported these from here.
+from .strategies.storage_bounds import bytes_reached, storage_too_small
+
 
 class _QuietTraceLog:
     """Keep torch's structured-trace DEBUG records (one per symbol created)
@@ -258,29 +261,6 @@ class DynamicFakeConverter(Converter):
         return _from_tensor(
             self.mode, t, source=source, symbolic_context=all_dynamic_context(t, source)
         )
-
-
-def bytes_reached(shape: Any, stride: Any, offset: int, element_size: int) -> int:
-    """Bytes of storage a strided tensor of that geometry reaches, its offset
-    included (0 when it has no elements) -- ATen's computeStorageNbytes."""
-    if any(n == 0 for n in shape):
-        return 0
-    return (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * element_size
-
-
-def storage_too_small(t: Any) -> bool:
-    """True when a strided tensor reaches past the end of its storage (e.g.
-    after ``untyped_storage().resize_(0)``): reading its values crashes the
-    process (https://github.com/pytorch/pytorch/issues/171676)."""
-    import torch
-
-    try:
-        if t.layout != torch.strided or t.device.type == "meta":
-            return False
-        return t.untyped_storage().nbytes() < bytes_reached(
-            t.shape, t.stride(), t.storage_offset(), t.element_size())
-    except Exception:
-        return False
 
 
 def _family(t: Any, depth: int = 0) -> Iterator[Any]:

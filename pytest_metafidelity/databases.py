@@ -38,7 +38,7 @@ import sys
 import warnings
 from typing import Any, Iterable
 
-from .options import OptionError
+from .option_error import OptionError
 
 OPTION = "--metafidelity-database"
 PROFILE = "metafidelity"

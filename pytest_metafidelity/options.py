@@ -14,6 +14,8 @@ import re
 import warnings
 from typing import Any
 
+from .option_error import OptionError  # also importable from here, as it always was
+
 # name, env var, help, kind ("bool" | "list" | "int" | "float" | "str")
 OPTIONS = (
     ("metafidelity", "METAFIDELITY", "run the built-in fakeification fidelity suite", "bool"),
@@ -141,10 +143,6 @@ class SuiteOptions:
     # False: kinds, converters, checks and devices are not resolved yet (an
     # xdist controller given none of them: see resolve's ``registries``)
     complete: bool = True
-
-
-class OptionError(ValueError):
-    """A bad option value; the message names it and lists the valid ones."""
 
 
 def _split(value: Any) -> list[str]:

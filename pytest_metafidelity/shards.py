@@ -18,7 +18,7 @@ import re
 import statistics
 from typing import Any
 
-from .options import OptionError
+from .option_error import OptionError
 
 # Milliseconds per example of each kind, for a converter of factor 1.
 KIND_MS = {

@@ -48,6 +48,8 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from .recipe import Recipe, recipe_of
+from .storage_bounds import storage_too_small
+from .tensor_graph import walk_real
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -295,8 +297,6 @@ def _as_strided(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
 
 def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     """A live tensor of t's shape (t itself when there is no other)."""
-    from pytest_metafidelity.converters import storage_too_small
-
     others = [m for m, u in live.items() if m != n and tuple(u.shape) == tuple(t.shape)
               and not storage_too_small(u)]
     return ch.pick(others) if others and ch.boolean() else n
@@ -315,8 +315,6 @@ def _zeroable(t: Any) -> bool:
 
 
 def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
-    from pytest_metafidelity.converters import storage_too_small
-
     room = max(_storage_elements(t) - t.storage_offset(), 0)
     # Growing the storage leaves new elements uninitialized, so a growing
     # resize_ is followed by zero_(); where zero_ cannot run (an inference
@@ -440,8 +438,6 @@ def example_inputs(tensors: Sequence[Any]) -> dict[int, Any]:
     input* whose ``grad_fn`` raises by design (``Tried to backward()
     through example input``; the ``autograd`` check covers it), so programs
     do not backpropagate into these."""
-    from pytest_metafidelity.checks._util import walk_real
-
     nodes = {}
     for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
         fn = _grad_fn(t)
@@ -460,17 +456,12 @@ def _any_storage_too_small(tensors: Any) -> bool:
     """Whether a tensor, or one they reach (bases, grads), reaches past the
     end of its storage: a backward may read it (saved tensors) or
     accumulate into it (a .grad), and crash."""
-    from pytest_metafidelity.checks._util import walk_real
-    from pytest_metafidelity.converters import storage_too_small
-
     tensors = list(tensors)
     return any(storage_too_small(t)
                for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors))
 
 
 def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool) -> list[Op]:
-    from pytest_metafidelity.converters import storage_too_small
-
     ops = []
     too_small = storage_too_small(t)
     for op in OPS:
@@ -545,8 +536,6 @@ def applicable(recipe: Recipe) -> str | None:
 def plain_strided(tensors: Sequence[Any]) -> str | None:
     """Why programs do not apply to ``tensors`` (and what they reach), or None."""
     import torch
-
-    from pytest_metafidelity.checks._util import walk_real
 
     for path, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
         if type(t) not in (torch.Tensor, torch.nn.Parameter):

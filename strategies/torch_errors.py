@@ -17,7 +17,7 @@ at once, which frees those guards here, in order.
 from __future__ import annotations
 
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 
 def release_frames(error: BaseException, *, drop_tracebacks: bool = False) -> None:
@@ -48,3 +48,15 @@ def printable(t: Any) -> bool:
     except (NotImplementedError, RuntimeError) as e:
         release_frames(e)
         return False
+
+
+def safe(fn: Callable[[], Any], default: Any = None) -> Any:
+    """``fn()``, or ``default`` where it raises.  What the error's frames
+    hold is freed at once (a guard torch keeps in a local variable would
+    otherwise change this thread's dispatch keys at some later garbage
+    collection: see the module docstring)."""
+    try:
+        return fn()
+    except Exception as e:
+        release_frames(e)
+        return default

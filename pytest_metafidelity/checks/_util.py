@@ -1,11 +1,26 @@
-"""Helpers shared by the checks: symbolic hints, safe attribute reads, the
-graph of related tensors (bases, grads, subclass inner tensors)."""
+"""Helpers shared by the checks: symbolic hints, the graph of related
+tensors (bases, grads, subclass inner tensors) walked on the real and the
+converted side in lockstep, a tensor at a path.
+
+The graph of one side, and reading it safely, are the strategies' own
+(``strategies.tensor_graph``, ``strategies.torch_errors``): their names
+stay importable from here, where the checks and known differences import
+them.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
-from ..strategies.torch_errors import release_frames
+from ..strategies.tensor_graph import (base_of, functorch_unwrapped, grad_of, inner_tensors,
+                                       is_view, walk_real)
+from ..strategies.torch_errors import safe
+
+__all__ = [
+    "UNKNOWN", "base_of", "carried_real", "fake_device", "functorch_unwrapped", "grad_of",
+    "has_symbolic", "hint", "hints", "inner_tensors", "is_symbolic", "is_view", "related",
+    "resolve", "safe", "same", "walk_real",
+]
 
 # Returned by :func:`hint` for a SymInt whose value the ShapeEnv does not know
 # (unbacked): comparisons against it are skipped.
@@ -74,59 +89,6 @@ def same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def safe(fn: Callable[[], Any], default: Any = None) -> Any:
-    """``fn()``, or ``default`` where it raises.  What the error's frames
-    hold is freed at once (a guard torch keeps in a local variable would
-    otherwise change this thread's dispatch keys at some later garbage
-    collection: :mod:`pytest_metafidelity.strategies.torch_errors`)."""
-    try:
-        return fn()
-    except Exception as e:
-        release_frames(e)
-        return default
-
-
-def is_view(t: Any) -> bool:
-    try:  # not safe(): it is asked for every tensor by several checks
-        return bool(t._is_view())
-    except Exception:
-        return False
-
-
-def base_of(t: Any) -> Any:
-    return t._base if is_view(t) else None
-
-
-def grad_of(t: Any) -> Any:
-    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns; a
-    leaf's does not, so no warning filter is needed)."""
-    try:
-        if not t.is_leaf:
-            return None
-        return t.grad
-    except Exception:
-        return None
-
-
-def inner_tensors(t: Any) -> list[tuple[str, Any]]:
-    """(attr, inner tensor) of a traceable wrapper subclass, else []."""
-    import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    if not is_traceable_wrapper_subclass(t):
-        return []
-    try:
-        attrs, _ = t.__tensor_flatten__()
-    except Exception:
-        return []
-    out = []
-    for a in attrs:
-        v = getattr(t, a, None)
-        if isinstance(v, torch.Tensor):
-            out.append((a, v))
-    return out
-
-
 def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple[str, Any, Any]]:
     """(path, real, fake) for every tensor under test and what is reachable
     from it -- ``_base``, a leaf's ``.grad`` and (with ``inner``) subclass
@@ -154,7 +116,7 @@ def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple
     return walked
 
 
-# The walks are module-level functions, not closures: a recursive closure is
+# The walk is a module-level function, not a closure: a recursive closure is
 # a reference cycle that would keep the walked (converted) tensors alive
 # until the garbage collector runs (the ``memo`` check sees them released).
 def _walk_pair(out: list, seen: set, path: str, r: Any, f: Any, depth: int, inner: bool,
@@ -177,42 +139,6 @@ def _walk_pair(out: list, seen: set, path: str, r: Any, f: Any, depth: int, inne
         for attr, ri in inner_tensors(r):
             if attr in fi:
                 _walk_pair(out, seen, f"{path}.{attr}", ri, fi[attr], depth + 1, inner, unique)
-
-
-def functorch_unwrapped(t: Any) -> Any:
-    """The tensor inside a functorch wrapper (BatchedTensor,
-    GradTrackingTensor), or None."""
-    import torch
-
-    fns = getattr(torch._C, "_functorch", None)
-    if fns is None or not safe(lambda: bool(fns.is_functorch_wrapped_tensor(t)), False):
-        return None
-    return safe(lambda: fns.get_unwrapped(t))
-
-
-def walk_real(names: Any, tensors: Any, *, unwrap: bool = False) -> list[tuple[str, Any]]:
-    """(path, tensor) for the tensors and what they reach (``_base``, a
-    leaf's ``.grad``, subclass inner tensors; with ``unwrap``, the tensor
-    inside a functorch wrapper, at ``….unwrapped`` as the ``wrappers`` check
-    names it), one side only, each tensor once; paths as in :func:`related`."""
-    out: list[tuple[str, Any]] = []
-    seen: set[int] = set()
-    for name, t in zip(names, tensors):
-        _walk_one(out, seen, name, t, 0, unwrap)
-    return out
-
-
-def _walk_one(out: list, seen: set, path: str, t: Any, depth: int, unwrap: bool) -> None:
-    if t is None or id(t) in seen or depth > 8:
-        return
-    seen.add(id(t))
-    out.append((path, t))
-    _walk_one(out, seen, f"{path}._base", base_of(t), depth + 1, unwrap)
-    _walk_one(out, seen, f"{path}.grad", grad_of(t), depth + 1, unwrap)
-    for attr, inner in inner_tensors(t):
-        _walk_one(out, seen, f"{path}.{attr}", inner, depth + 1, unwrap)
-    if unwrap:
-        _walk_one(out, seen, f"{path}.unwrapped", functorch_unwrapped(t), depth + 1, unwrap)
 
 
 def resolve(conv: Any, path: str, *, fake: bool = False) -> Any:

@@ -41,6 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import Conversion, Mismatch, check
+from ..strategies.storage_bounds import storage_too_small
 from ._dispatch_keys import attribute as key_attribute
 from ._dispatch_keys import compared_keys
 from ._util import fake_device, grad_of, has_symbolic, hint, hints, is_view, related, safe, same
@@ -125,8 +126,6 @@ def _compare(path: str, expected: dict[str, Any], got: dict[str, Any],
 def values_equal(a: Any, b: Any) -> bool | None:
     """True/False when both tensors' values can be read, else None."""
     import torch
-
-    from ..converters import storage_too_small
 
     # Only plain tensors' values are read: reading through a wrapper whose
     # inner storage was resized away crashes the process.
