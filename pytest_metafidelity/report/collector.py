@@ -112,7 +112,7 @@ class Collector:
         rows = sorted(self.items, key=lambda r: (r["kind"], r["converter"]))
         header = ("kind", "converter", *COLUMNS)
         body = [(r["kind"], r["converter"], *(str(r["counts"][c]) for c in COLUMNS)) for r in rows]
-        totals = Counter()
+        totals: Counter[str] = Counter()
         for r in rows:
             totals.update(r["counts"])
         body.append(("TOTAL", f"{len(rows)} items", *(str(totals[c]) for c in COLUMNS)))
