@@ -4,6 +4,7 @@ shown by assert_faithful, the suite's table and the JSON records."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from typing import Any, Iterator
 
@@ -172,3 +173,72 @@ def test_a_suite_run_counts_and_lists_internal_errors_apart(pytester: pytest.Pyt
     [record] = doc["failures"]
     assert record["internal_error"] and record["check"] == "crashy"
     assert "in crashy_check" in record["traceback"]
+
+
+# -- predicates of the known-difference registry --------------------------------------------------
+
+
+def _raises_key_error(case: Any) -> bool:
+    return {}["no such fact"]
+
+
+def test_a_crashing_known_difference_predicate_is_an_internal_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never "the entry does not apply": the entry would silently stop
+    # explaining, and the bug in the predicate would look like one in torch.
+    entry = known_differences.KnownDifference(
+        id="crashing-predicate", check="metadata", attribute=r"stride\(\)",
+        applies=_raises_key_error, reason="a test entry", link=known_differences.BY_DESIGN)
+    monkeypatch.setattr(known_differences, "KNOWN_DIFFERENCES",
+                        [*known_differences.KNOWN_DIFFERENCES, entry])
+
+    def stride_lost(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.as_strided(fake.shape, (1,) * fake.dim()) if fake.dim() == 2 else fake
+
+    from test_checks import faulty
+
+    with faulty("meta", stride_lost):
+        outcome = check_faithful(torch.ones(2, 3), converters=["faulty"],
+                                 checks=["metadata"]).outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "known-differences"
+    assert isinstance(error.error, known_differences.PredicateError)
+    assert isinstance(error.error.__cause__, KeyError)
+    assert "_raises_key_error" in str(error.error) and "at t0" in str(error.error)
+
+
+def test_a_crashing_operator_difference_predicate_is_an_internal_error_of_the_check(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_metafidelity.known_differences import op_differences
+    from test_behaviour import ONLY, built
+
+    [entry] = [e for e in op_differences.OP_DIFFERENCES if e.id == "view-unchecked-storage-bounds"]
+    crashing = dataclasses.replace(entry, applies=lambda m, same_path: 1 // 0)
+    monkeypatch.setattr(op_differences, "OP_DIFFERENCES", [crashing])
+    (t,) = built("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", outputs=("t0",))
+    outcome = check_faithful(t, converters=["fake"], checks=ONLY,
+                             program="p0 = t0.expand((2,))").outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "behaviour"
+    assert isinstance(error.error, known_differences.PredicateError)
+    assert isinstance(error.error.__cause__, ZeroDivisionError)
+    assert "'view-unchecked-storage-bounds'" in str(error.error)
+
+
+def test_facts_about_plain_strided_tensors_leave_functorch_wrappers_out() -> None:
+    # A wrapper is a torch.Tensor whose storage cannot be read: the storage
+    # predicates crashed on every functorch kind before.
+    from pytest_metafidelity.known_differences.facts import plain_strided
+
+    seen: list[bool] = []
+
+    def record(x: torch.Tensor) -> torch.Tensor:
+        seen.append(plain_strided(x))
+        return x
+
+    torch.vmap(record)(torch.ones(2, 3))
+    torch.func.grad(lambda x: record(x).sum())(torch.ones(3))
+    assert seen == [False, False]
+    assert plain_strided(torch.ones(2, 3))

@@ -71,6 +71,7 @@ from .core import (
     UNFILED,
     Case,
     KnownDifference,
+    PredicateError,
     UnexpectedlyPassing,
     torch_version,
     version_in_range,
@@ -79,7 +80,7 @@ from .definitions import all_entries
 from .triage import Triage, triage
 
 __all__ = [
-    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "Triage",
+    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "PredicateError", "Triage",
     "UnexpectedlyPassing", "by_id", "registry", "torch_version", "triage", "version_in_range",
 ]
 

@@ -111,8 +111,19 @@ def version_in_range(version: Any, since: str | None, until: str | None) -> bool
     return True
 
 
-def holds(predicate: Callable[[Case], bool], case: Case) -> bool:
+class PredicateError(Exception):
+    """A known difference's predicate raised: a bug in pytest-metafidelity
+    (reported as an internal error, chained to what it raised), never "the
+    entry does not apply"."""
+
+
+def holds(predicate: Callable[[Any], bool], case: Any) -> bool:
+    """Whether ``predicate`` holds for ``case`` (a :class:`Case`, or a tensor
+    for the triage's tensor facts); raises :class:`PredicateError` when it raises."""
     try:
         return bool(predicate(case))
-    except Exception:
-        return False
+    except Exception as e:
+        name = getattr(predicate, "__qualname__", repr(predicate))
+        where = f" at {case.path}" if isinstance(case, Case) else ""
+        raise PredicateError(
+            f"the known-difference predicate {name} raised{where}: {type(e).__name__}: {e}") from e

@@ -103,9 +103,17 @@ def plain_strided(t: Any) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     if type(t) in (torch.Tensor, torch.nn.Parameter):  # the common case, answered at once
-        return t.layout == torch.strided
+        # (a functorch wrapper is a torch.Tensor too, with no storage to read)
+        return t.layout == torch.strided and not _functorch_wrapped(t)
     return (t is not None and layout_name(t) == "strided"
             and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
+
+
+def _functorch_wrapped(t: Any) -> bool:
+    import torch
+
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and bool(wrapped(t))
 
 
 def storage_key(t: Any) -> Any:

@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..converters import where
 from . import BY_DESIGN, UNFILED
+from .core import PredicateError
 
 # Also the reproducer of the registry's behaviour entry that follows from it.
 DEGENERATE_STRIDES_REPRODUCER = (
@@ -87,8 +88,11 @@ class OpDifference:
             if self.applies_to_shape is not None and not self.applies_to_shape(mismatch,
                                                                                real_shape):
                 return False
-        except Exception:
-            return False
+        except Exception as e:
+            # A bug of ours: an internal error of the check that asked, never "does not apply".
+            raise PredicateError(
+                f"the predicate of operator difference {self.id!r} raised on "
+                f"{mismatch.attribute!r} at {mismatch.path}: {type(e).__name__}: {e}") from e
         return True
 
 
