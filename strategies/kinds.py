@@ -21,6 +21,7 @@ KIND_MODULES = (
     "conj_neg",
     "dtype_views",
     "sparse",
+    "mkldnn",
     "families",
     "autograd",
     "wrappers",
