@@ -70,6 +70,8 @@ def tensor_signature(t: Any, *, with_base: bool = True) -> dict[str, Any]:
             plain_indices=(tuple(plain.shape), plain.dtype),
             values=(tuple(t.values().shape), t.values().dtype),
         )
+    elif layout == "_mkldnn":  # no storage nor strides: its values, which the recipe rebuilds
+        sig["values"] = tuple(t.detach().to_dense().float().flatten().tolist())
     if with_base and t._is_view() and t._base is not None:
         sig["base"] = tensor_signature(t._base, with_base=False)
     grad = _safe(lambda: t.grad if t.is_leaf else None)

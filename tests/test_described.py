@@ -27,7 +27,8 @@ from pytest_metafidelity.strategies import available_kinds, recipes
 # kind: a rebuild without approximations gives the same outcome.
 REBUILT_FAITHFULLY = {
     "autograd_leaf", "autograd_nonleaf", "autograd_view", "conj_neg", "dense", "dtype_view",
-    "functional_view", "grad_alias", "grad_attached", "inference", "nested_jagged", "parameter",
+    "functional_view", "grad_alias", "grad_attached", "inference", "mkldnn", "nested_jagged",
+    "parameter",
     "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
     "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family",
 }
