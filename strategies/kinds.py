@@ -22,6 +22,7 @@ KIND_MODULES = (
     "dtype_views",
     "sparse",
     "mkldnn",
+    "quantized",
     "families",
     "autograd",
     "wrappers",
