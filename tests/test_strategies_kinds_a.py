@@ -24,7 +24,7 @@ from helpers_strategies import (
     summaries_from_build,
     summaries_from_source,
 )
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import InvalidArgument, Unsatisfiable
 
 from pytest_metafidelity.strategies import all_kinds, available_kinds, recipes
 
@@ -34,6 +34,8 @@ SINGLE_KINDS = (
 )
 FAMILY_KINDS = ("set_alias", "view_family")
 KINDS = SINGLE_KINDS + FAMILY_KINDS
+needs_quantized = pytest.mark.skipif(all_kinds()["quantized"].unavailable() is not None,
+                                     reason=str(all_kinds()["quantized"].unavailable()))
 needs_mkldnn = pytest.mark.skipif(all_kinds()["mkldnn"].unavailable() is not None,
                                   reason=str(all_kinds()["mkldnn"].unavailable()))
 
@@ -276,7 +278,8 @@ def test_view_family_reaches_mixed_requires_grad():
 # -- round trip: the printed source rebuilds the same tensors ---------------
 
 
-@pytest.mark.parametrize("kind", [*KINDS, pytest.param("mkldnn", marks=needs_mkldnn)])
+@pytest.mark.parametrize("kind", [*KINDS, pytest.param("mkldnn", marks=needs_mkldnn),
+                                  pytest.param("quantized", marks=needs_quantized)])
 def test_source_rebuilds_identical_tensors(kind):
     @given(recipes(kinds=[kind], family=None))
     def check(recipe):
@@ -365,6 +368,70 @@ def test_mkldnn_fakes_are_strided_and_carried_copies_raise_as_registered():
         entry = "mkldnn-real-tensor-copy" if "real" in outcome.converter else \
             "mkldnn-converted-strided"
         assert {i for i, _ in outcome.known} == {entry}, outcome.describe()
+
+
+# -- quantized --------------------------------------------------------------
+
+
+def _quantized_root(t):
+    return t._base if t._is_view() and t._base is not None else t
+
+
+@needs_quantized
+@given(recipes(kinds=["quantized"]))
+def test_quantized_is_a_quantized_tensor_or_a_view_of_one(recipe):
+    t = only(recipe)
+    root = _quantized_root(t)
+    assert t.is_quantized and root.is_quantized, recipe.to_python()
+    assert t.dtype in (torch.qint8, torch.quint8, torch.qint32) and t.device.type == "cpu"
+    assert not t.requires_grad
+    assert root.qscheme() in (torch.per_tensor_affine, torch.per_channel_affine,
+                              torch.per_channel_affine_float_qparams)
+    if root.qscheme() == torch.per_channel_affine_float_qparams:
+        assert root.dtype == torch.quint8
+
+
+@needs_quantized
+@pytest.mark.parametrize("case", ["per_tensor", "per_channel", "float_qparams", "qint32", "0-dim",
+                                  "view", "view of per_channel"])
+def test_quantized_reaches(case):
+    def scheme(r):
+        return _quantized_root(only(r)).qscheme()
+
+    conditions = {
+        "per_tensor": lambda r: scheme(r) == torch.per_tensor_affine,
+        "per_channel": lambda r: scheme(r) == torch.per_channel_affine,
+        "float_qparams": lambda r: scheme(r) == torch.per_channel_affine_float_qparams,
+        "qint32": lambda r: only(r).dtype == torch.qint32,
+        "0-dim": lambda r: only(r).dim() == 0 and not only(r)._is_view(),
+        "view": lambda r: only(r)._is_view(),
+        "view of per_channel": lambda r: only(r)._is_view()
+        and scheme(r) == torch.per_channel_affine,
+    }
+    find(recipes(kinds=["quantized"]), conditions[case],
+         settings=settings(max_examples=2000, database=None))
+
+
+@needs_quantized
+def test_quantized_is_drawn_only_where_float32_is_allowed():
+    with pytest.raises(Unsatisfiable):
+        find(recipes(kinds=["quantized"], dtype=["int64", "float64"]), lambda r: True,
+             settings=settings(max_examples=50, database=None))
+
+
+@needs_quantized
+def test_every_converter_refuses_quantized_tensors_with_torchs_reason():
+    from pytest_metafidelity import check_faithful
+    from pytest_metafidelity.converters import available_converters
+    from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
+
+    with quiet_torch_notices():
+        t = torch.quantize_per_tensor(torch.arange(6.0), 0.5, 1, torch.qint8)[1:]
+    for outcome in check_faithful(t, converters=available_converters()).outcomes:
+        assert outcome.status == "unsupported", outcome.describe()
+        expected = ("returned NotImplemented" if outcome.converter == "meta"
+                    else "UnsupportedFakeTensorException: quantized nyi in meta tensors")
+        assert expected in outcome.reason, outcome.describe()
 
 
 # -- dense coverage (channels_last_3d, odd storages) -------------------------
