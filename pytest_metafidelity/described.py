@@ -9,7 +9,10 @@ tensor requiring grad gives a tensor a history without moving its storage),
 ``retain_grad()``, ``grad_dtype`` and ``.grad`` of any layout; version counters
 shared outside a view tree (``detach()`` of the tensor sharing it, then ``set_``);
 ``nn.Parameter`` and ``nn.Buffer``; sparse COO and compressed layouts through
-their index and value tensors; traceable wrapper subclasses through
+their index and value tensors; MKLDNN tensors through ``to_mkldnn()`` of
+their dense values; quantized tensors through ``_make_per_tensor_quantized_tensor``
+/ ``_make_per_channel_quantized_tensor`` of ``int_repr()`` and their
+quantization parameters; traceable wrapper subclasses through
 ``__tensor_flatten__``/``__tensor_unflatten__``, imported from their module;
 jagged nested tensors through ``nested_tensor_from_jagged``; C++ functional
 tensors through ``torch._to_functional_tensor`` of the value they wrap.
@@ -84,6 +87,9 @@ class _Describer:
         self.shared_version_counters: dict[int, int] = {}
         # ids of views built requiring grad from a base that does not
         self.grad_views: set[int] = set()
+        # tensors made while describing (an MKLDNN tensor's dense values),
+        # kept alive so that no later one reuses their storage's address
+        self.kept: list["torch.Tensor"] = []
         self.counter = 0
 
     def fresh(self, prefix: str) -> str:
@@ -197,6 +203,10 @@ class _Describer:
                 self.lines.append(f"{name} = None  # not rebuilt")
                 self.lack(name, path, f"a {type(t).__qualname__} view of a "
                                       f"{type(t._base).__qualname__}")
+            elif t.is_quantized and _per_channel(t._base):
+                self.lines.append(f"{name} = None  # not rebuilt")
+                self.lack(name, path, f"a view of a {t._base.qscheme()} quantized tensor "
+                                      "(as_strided takes only per-tensor quantized ones)")
             else:
                 self._view(name, t, path)
         elif traceable:
@@ -205,8 +215,12 @@ class _Describer:
             self._sparse_coo(name, t, path)
         elif t.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
             self._sparse_compressed(name, t, path)
+        elif t.is_quantized:
+            self._quantized(name, t, path)
         elif t.layout == torch.strided:
             self._strided(name, t)
+        elif getattr(t, "is_mkldnn", False):
+            self._mkldnn(name, t, path)
         else:
             self.lines.append(f"{name} = None  # not rebuilt")
             self.lack(name, path, f"layout {t.layout} is not rebuilt")
@@ -406,14 +420,15 @@ class _Describer:
         self._strided(name, t)
         return name
 
-    def _values(self, t: "torch.Tensor", values: "torch.Tensor", path: str) -> str:
+    def _values(self, t: "torch.Tensor", values: "torch.Tensor", path: str,
+                what: str = "sparse") -> str:
         """The values of a sparse COO ``t``; for a non-leaf they require grad,
         so that the constructor gives ``t`` its history (``mul_`` would not
         keep its nnz: it drops the entries of an empty one). Compressed
         layouts keep ``mul_``: their constructor has no complex autograd."""
         name = self._plain(values, path)
         if t.grad_fn is not None:
-            self.lines.append(f"{name}.requires_grad_()  # the sparse tensor is a non-leaf")
+            self.lines.append(f"{name}.requires_grad_()  # the {what} tensor is a non-leaf")
         return name
 
     def _sparse_coo(self, name: str, t: "torch.Tensor", path: str) -> None:
@@ -433,12 +448,48 @@ class _Describer:
             f"{name} = torch.sparse_compressed_tensor({', '.join(parts)}, {tuple(t.shape)}, "
             f"layout={t.layout}, check_invariants=False)")
 
+    def _mkldnn(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """``to_mkldnn()`` of its values, dense; a non-leaf is converted from
+        dense values requiring grad (ToMkldnnBackward0), as ``_values``
+        makes a sparse non-leaf."""
+        dense = t.detach().to_dense()
+        self.kept.append(dense)  # its storage's identity keys the storages described
+        self.lines.append(f"{name} = {self._values(t, dense, path, 'MKLDNN')}.to_mkldnn()")
+
+    def _quantized(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """``torch._make_per_tensor_quantized_tensor`` /
+        ``_make_per_channel_quantized_tensor`` of its integer values
+        (``int_repr()``) and quantization parameters: contiguous, on a
+        storage of its own."""
+        torch = _torch()
+        scheme = t.qscheme()
+        ints = t.int_repr()
+        if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            parts = [ints]
+            made = "torch._make_per_tensor_quantized_tensor({0}, " \
+                   f"{t.q_scale()!r}, {t.q_zero_point()})"
+        elif scheme in (torch.per_channel_affine, torch.per_channel_affine_float_qparams):
+            parts = [ints, t.q_per_channel_scales(), t.q_per_channel_zero_points()]
+            made = "torch._make_per_channel_quantized_tensor({0}, {1}, {2}, " \
+                   f"{t.q_per_channel_axis()})"
+        else:
+            self.lines.append(f"{name} = None  # not rebuilt")
+            self.lack(name, path, f"a quantized tensor of qscheme {scheme}")
+            return
+        self.kept.extend(parts)  # their storages' identities key the storages described
+        self.lines.append(f"{name} = {made.format(*(self._plain(x, path) for x in parts))}")
+        if (tuple(t.stride()) != tuple(ints.stride()) or t.storage_offset()
+                or t.untyped_storage().nbytes() != ints.untyped_storage().nbytes()):
+            self.approximate(name, path, "its strides, storage offset and storage size "
+                                         "(rebuilt contiguous, on a storage of its own)")
+
     # -- autograd ----------------------------------------------------------
     def _autograd(self, name: str, t: "torch.Tensor", path: str) -> None:
         rebuilt_requires_grad = self._requires_grad_as_built(t)
         if t.requires_grad and t.is_leaf and not rebuilt_requires_grad:
             self.lines.append(f"{name}.requires_grad_()")
-        elif t.grad_fn is not None and not t._is_view() and t.layout != _torch().sparse_coo:
+        elif (t.grad_fn is not None and not t._is_view() and t.layout != _torch().sparse_coo
+              and not t.is_mkldnn):
             # An in-place op against a tensor requiring grad: a history,
             # the same storage, the same values.
             self.lines.append(f"{name}.mul_(torch.ones((), dtype={t.dtype}, "
@@ -461,9 +512,17 @@ class _Describer:
         it from its base (made under no_grad too: a leaf then)."""
         if isinstance(t, _torch().nn.Parameter) or id(t) in self.grad_views:
             return t.requires_grad
+        if t.is_mkldnn:  # a non-leaf is converted from values requiring grad
+            return t.grad_fn is not None
         if t._is_view() and t._base is not None and not t.is_inference():
             return t._base.requires_grad
         return False
+
+
+def _per_channel(t: "torch.Tensor") -> bool:
+    torch = _torch()
+    return t.is_quantized and t.qscheme() not in (torch.per_tensor_affine,
+                                                  torch.per_tensor_symmetric)
 
 
 def _seqlen(value: Any) -> int:

@@ -28,7 +28,8 @@ KIND_MS = {
     "view": 8, "dense": 8, "two_tensor": 8, "autograd_leaf": 8, "conj_neg": 8,
     "functional_tensor_mode": 7, "sparse_coo": 7, "parameter": 7, "functional": 6,
     "inference": 6, "sparse_bsr": 6, "functorch_grad": 5, "sparse_bsc": 5, "sparse_csr": 5,
-    "sparse_csc": 5, "functorch_batched": 5, "functional_view": 3,
+    "sparse_csc": 5, "functorch_batched": 5, "mkldnn": 5, "functional_view": 3,
+    "quantized": 3,
 }
 # How much slower than the average converter each converter is.
 CONVERTER_FACTOR = {

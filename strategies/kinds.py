@@ -21,6 +21,8 @@ KIND_MODULES = (
     "conj_neg",
     "dtype_views",
     "sparse",
+    "mkldnn",
+    "quantized",
     "families",
     "autograd",
     "wrappers",

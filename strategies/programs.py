@@ -59,9 +59,9 @@ OUTPUT_PREFIX = "p"
 CONTEXTS = (None, None, None, None, None, "torch.no_grad()", "torch.inference_mode()",
             "torch.enable_grad()")
 # The kinds whose tensors a program runs on: plain strided tensors built
-# outside any functorch level or mode.  Sparse layouts have no views or
-# in-place ops of this vocabulary; wrappers and subclasses have checks of
-# their own.
+# outside any functorch level or mode.  Sparse and MKLDNN layouts have no
+# views or in-place ops of this vocabulary; wrappers and subclasses have checks of
+# their own; quantized tensors are not converted at all.
 KINDS = ("dense", "view", "conj_neg", "dtype_view", "set_alias", "view_family", "autograd_leaf",
          "autograd_nonleaf", "autograd_view", "grad_attached", "grad_alias", "parameter",
          "inference")

@@ -70,6 +70,19 @@ def tensor_signature(t: Any, *, with_base: bool = True) -> dict[str, Any]:
             plain_indices=(tuple(plain.shape), plain.dtype),
             values=(tuple(t.values().shape), t.values().dtype),
         )
+    if getattr(t, "is_quantized", False):  # its integer values and quantization parameters
+        import torch
+
+        scheme = t.qscheme()
+        sig["qscheme"] = scheme
+        sig["int_repr"] = tuple(t.int_repr().flatten().tolist())
+        if scheme in (torch.per_tensor_affine, torch.per_tensor_symmetric):
+            sig["qparams"] = (t.q_scale(), t.q_zero_point())
+        else:
+            sig["qparams"] = (t.q_per_channel_scales().tolist(),
+                              t.q_per_channel_zero_points().tolist(), t.q_per_channel_axis())
+    if layout == "_mkldnn":  # no storage nor strides: its values, which the recipe rebuilds
+        sig["values"] = tuple(t.detach().to_dense().float().flatten().tolist())
     if with_base and t._is_view() and t._base is not None:
         sig["base"] = tensor_signature(t._base, with_base=False)
     grad = _safe(lambda: t.grad if t.is_leaf else None)

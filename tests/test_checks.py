@@ -208,6 +208,31 @@ def test_aliasing_reports_a_family_split_across_modes() -> None:
     assert_passes("aliasing", view, base)
 
 
+def test_aliasing_counts_a_tensor_without_storage_as_sharing_nothing() -> None:
+    # A real tensor without a storage (sparse, MKLDNN) and a fake of it with
+    # a storage of its own share with nothing alike: no aliasing mismatch.
+    dense, sparse = torch.randn(3), torch.randn(3).to_sparse()
+
+    def own_storage(conv: Any, real: Any, fake: Any) -> Any:
+        return fake.to_dense() if real.is_sparse else fake
+
+    with faulty("fake", own_storage):
+        outcome = run("aliasing", dense, sparse)
+    assert outcome.status == PASSED, outcome.describe()
+
+    # Its fake sharing another fake's storage is still reported.
+    fakes: list[Any] = []
+
+    def shared_storage(conv: Any, real: Any, fake: Any) -> Any:
+        fakes.append(fake)
+        return fakes[0].view(-1) if real.is_sparse else fake
+
+    with faulty("fake", shared_storage):
+        outcome = run("aliasing", dense, sparse)
+    hit = assert_reports(outcome, "aliasing", "storage identity")
+    assert (hit.real, hit.fake) == ("shared with nothing", "shared with ['t0']")
+
+
 def test_aliasing_reports_a_lost_base() -> None:
     base = torch.randn(4, 4)
     view = base[1:]

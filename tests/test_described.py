@@ -23,11 +23,14 @@ from pytest_metafidelity.strategies import available_kinds, recipes
 # view (subclass_ctx, subclass_family, subclass_view: a converter replays
 # it; dispatch-cache-zero-element-view, subclass-view-replay-refs), and how
 # a C++ functional tensor was mutated (functional: a view's mutation left
-# pending looks, once a conversion synced it, like a direct one).  Every
-# kind: a rebuild without approximations gives the same outcome.
+# pending looks, once a conversion synced it, like a direct one).  A view
+# of a per-channel quantized tensor is not rebuilt at all (quantized:
+# as_strided takes only per-tensor quantized tensors); the describer says
+# so.  Every kind: a rebuild without approximations gives the same outcome.
 REBUILT_FAITHFULLY = {
     "autograd_leaf", "autograd_nonleaf", "autograd_view", "conj_neg", "dense", "dtype_view",
-    "functional_view", "grad_alias", "grad_attached", "inference", "nested_jagged", "parameter",
+    "functional_view", "grad_alias", "grad_attached", "inference", "mkldnn", "nested_jagged",
+    "parameter",
     "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
     "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family",
 }
@@ -66,6 +69,47 @@ def test_a_two_tensor_and_its_view_are_rebuilt_through_tensor_unflatten() -> Non
     assert type(a) is TwoTensor and type(b) is TwoTensor and b._base is a
     assert a.requires_grad and torch.equal(a.a, tt.a) and torch.equal(a.b, tt.b)
     assert (b.shape, b.stride(), b.storage_offset()) == (view.shape, view.stride(), 1)
+
+
+def test_quantized_tensors_are_rebuilt_from_their_integers_and_quantization_parameters() -> None:
+    from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
+
+    with quiet_torch_notices():
+        x = torch.arange(12.0).reshape(3, 4)
+        per_tensor = torch.quantize_per_tensor(x, 0.1, 3, torch.qint32)
+        view = per_tensor.t()[1:]
+        per_channel = torch.quantize_per_channel(x, torch.tensor([0.5, 0.25, 1.0]),
+                                                 torch.tensor([0.0, 1.0, 2.0]), 0, torch.quint8)
+        integer_zeros = torch.quantize_per_channel(x, torch.tensor([0.5, 0.25, 1.0]),
+                                                   torch.tensor([0, 1, 2]), 0, torch.qint8)
+        [missing] = describe_as_recipe([integer_zeros[1:]]).missing
+        assert missing.endswith("a view of a torch.per_channel_affine quantized tensor (as_strided "
+                                "takes only per-tensor quantized ones)"), missing
+        recipe = describe_as_recipe([per_tensor, view, per_channel])
+        assert not recipe.missing
+        a, b, c = recipe.build()
+    assert not recipe.approximations
+    assert (a.q_scale(), a.q_zero_point(), a.dtype) == (0.1, 3, torch.qint32)
+    assert torch.equal(a.int_repr(), per_tensor.int_repr())
+    assert b._base is a and (b.shape, b.stride(), b.storage_offset()) == (
+        view.shape, view.stride(), view.storage_offset())
+    assert c.qscheme() == torch.per_channel_affine_float_qparams
+    assert torch.equal(c.q_per_channel_zero_points(), per_channel.q_per_channel_zero_points())
+    assert torch.equal(c.int_repr(), per_channel.int_repr())
+
+
+def test_mkldnn_tensors_are_rebuilt_from_their_dense_values_and_history() -> None:
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch is built without MKLDNN")
+    leaf = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    non_leaf = leaf.to_mkldnn()
+    param = torch.nn.Parameter(torch.ones(3).to_mkldnn())
+    recipe = describe_as_recipe([non_leaf, param])
+    assert not recipe.missing and not recipe.approximations
+    a, b = recipe.build()
+    assert a.is_mkldnn and not a.is_leaf and type(a.grad_fn).__name__ == "ToMkldnnBackward0"
+    assert torch.equal(a.to_dense(), non_leaf.to_dense())
+    assert type(b) is torch.nn.Parameter and b.is_mkldnn and b.requires_grad
 
 
 def test_views_keep_their_base_and_no_grad_creation_and_non_leaves_their_history() -> None:

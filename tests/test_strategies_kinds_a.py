@@ -24,7 +24,9 @@ from helpers_strategies import (
     summaries_from_build,
     summaries_from_source,
 )
-from pytest_metafidelity.strategies import available_kinds, recipes
+from hypothesis.errors import InvalidArgument, Unsatisfiable
+
+from pytest_metafidelity.strategies import all_kinds, available_kinds, recipes
 
 SINGLE_KINDS = (
     "conj_neg", "dtype_view",
@@ -32,6 +34,10 @@ SINGLE_KINDS = (
 )
 FAMILY_KINDS = ("set_alias", "view_family")
 KINDS = SINGLE_KINDS + FAMILY_KINDS
+needs_quantized = pytest.mark.skipif(all_kinds()["quantized"].unavailable() is not None,
+                                     reason=str(all_kinds()["quantized"].unavailable()))
+needs_mkldnn = pytest.mark.skipif(all_kinds()["mkldnn"].unavailable() is not None,
+                                  reason=str(all_kinds()["mkldnn"].unavailable()))
 
 
 def only(recipe):
@@ -272,13 +278,160 @@ def test_view_family_reaches_mixed_requires_grad():
 # -- round trip: the printed source rebuilds the same tensors ---------------
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*KINDS, pytest.param("mkldnn", marks=needs_mkldnn),
+                                  pytest.param("quantized", marks=needs_quantized)])
 def test_source_rebuilds_identical_tensors(kind):
     @given(recipes(kinds=[kind], family=None))
     def check(recipe):
         assert summaries_from_source(recipe) == summaries_from_build(recipe), recipe.to_python()
 
     check()
+
+
+# -- MKLDNN -----------------------------------------------------------------
+
+
+def test_mkldnn_is_registered_and_left_out_exactly_where_torch_has_no_mkldnn(monkeypatch):
+    from pytest_metafidelity.strategies import all_kinds
+
+    spec = all_kinds()["mkldnn"]
+    assert not spec.family and not spec.needs_context
+    assert (spec.unavailable() is None) == torch.backends.mkldnn.is_available()
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    assert "torch.backends.mkldnn.is_available() is False" in spec.unavailable()
+    assert "mkldnn" not in available_kinds()
+    with pytest.raises(InvalidArgument, match="'mkldnn' cannot be built with this torch: .*"
+                                              "is_available"):
+        find(recipes(kinds=["mkldnn"]), lambda r: True)
+
+
+def _mkldnn_case(recipe):
+    t = only(recipe)
+    if isinstance(t, torch.nn.Parameter):
+        return "parameter"
+    if not t.is_leaf:
+        return "non_leaf"
+    if t.grad is not None:
+        return "grad"
+    return "leaf_requires_grad" if t.requires_grad else "leaf"
+
+
+@needs_mkldnn
+@given(recipes(kinds=["mkldnn"]))
+def test_mkldnn_is_an_mkldnn_cpu_tensor_of_a_dtype_this_build_accepts(recipe):
+    from pytest_metafidelity.strategies.mkldnn import mkldnn_dtypes
+
+    t = only(recipe)
+    assert t.is_mkldnn and t.layout == torch._mkldnn and t.device.type == "cpu", recipe.to_python()
+    assert t.dtype in mkldnn_dtypes() and 1 <= t.dim() <= 5, recipe.to_python()
+    assert ".to_mkldnn()" in recipe.body()
+    if t.requires_grad:
+        assert t.dtype.is_floating_point
+    if not t.is_leaf:  # to_mkldnn of a dense leaf requiring grad
+        assert t.grad_fn is not None and t.requires_grad
+    elif t.grad is not None:
+        assert t.grad.is_mkldnn and t.grad.shape == t.shape
+
+
+@needs_mkldnn
+@pytest.mark.parametrize("case", ["leaf", "parameter", "leaf_requires_grad", "non_leaf", "grad",
+                                  "bfloat16", "zero-size", "5-D"])
+def test_mkldnn_reaches(case):
+    from pytest_metafidelity.strategies.mkldnn import mkldnn_dtypes
+
+    if case == "bfloat16" and torch.bfloat16 not in mkldnn_dtypes():
+        pytest.skip("this CPU build's to_mkldnn refuses bfloat16")
+    conditions = {
+        "bfloat16": lambda r: only(r).dtype == torch.bfloat16,
+        "zero-size": lambda r: only(r).numel() == 0,
+        "5-D": lambda r: only(r).dim() == 5,
+    }
+    condition = conditions.get(case, lambda r: _mkldnn_case(r) == case)
+    find(recipes(kinds=["mkldnn"]), condition, settings=settings(max_examples=2000, database=None))
+
+
+@needs_mkldnn
+@given(recipes(kinds=["mkldnn"], dtype=["float32", "int64"], requires_grad=False))
+def test_mkldnn_keeps_to_the_dtypes_and_requires_grad_asked_for(recipe):
+    t = only(recipe)
+    assert t.dtype == torch.float32 and not t.requires_grad and t.grad is None
+
+
+@needs_mkldnn
+def test_mkldnn_fakes_are_strided_and_carried_copies_raise_as_registered():
+    from pytest_metafidelity import check_faithful
+    from pytest_metafidelity.converters import available_converters
+
+    t = torch.arange(6.0).reshape(2, 3).to_mkldnn()
+    for outcome in check_faithful(t, converters=available_converters()).outcomes:
+        assert outcome.status == "known-difference", outcome.describe()
+        entry = "mkldnn-real-tensor-copy" if "real" in outcome.converter else \
+            "mkldnn-converted-strided"
+        assert {i for i, _ in outcome.known} == {entry}, outcome.describe()
+
+
+# -- quantized --------------------------------------------------------------
+
+
+def _quantized_root(t):
+    return t._base if t._is_view() and t._base is not None else t
+
+
+@needs_quantized
+@given(recipes(kinds=["quantized"]))
+def test_quantized_is_a_quantized_tensor_or_a_view_of_one(recipe):
+    t = only(recipe)
+    root = _quantized_root(t)
+    assert t.is_quantized and root.is_quantized, recipe.to_python()
+    assert t.dtype in (torch.qint8, torch.quint8, torch.qint32) and t.device.type == "cpu"
+    assert not t.requires_grad
+    assert root.qscheme() in (torch.per_tensor_affine, torch.per_channel_affine,
+                              torch.per_channel_affine_float_qparams)
+    if root.qscheme() == torch.per_channel_affine_float_qparams:
+        assert root.dtype == torch.quint8
+
+
+@needs_quantized
+@pytest.mark.parametrize("case", ["per_tensor", "per_channel", "float_qparams", "qint32", "0-dim",
+                                  "view", "view of per_channel"])
+def test_quantized_reaches(case):
+    def scheme(r):
+        return _quantized_root(only(r)).qscheme()
+
+    conditions = {
+        "per_tensor": lambda r: scheme(r) == torch.per_tensor_affine,
+        "per_channel": lambda r: scheme(r) == torch.per_channel_affine,
+        "float_qparams": lambda r: scheme(r) == torch.per_channel_affine_float_qparams,
+        "qint32": lambda r: only(r).dtype == torch.qint32,
+        "0-dim": lambda r: only(r).dim() == 0 and not only(r)._is_view(),
+        "view": lambda r: only(r)._is_view(),
+        "view of per_channel": lambda r: only(r)._is_view()
+        and scheme(r) == torch.per_channel_affine,
+    }
+    find(recipes(kinds=["quantized"]), conditions[case],
+         settings=settings(max_examples=2000, database=None))
+
+
+@needs_quantized
+def test_quantized_is_drawn_only_where_float32_is_allowed():
+    with pytest.raises(Unsatisfiable):
+        find(recipes(kinds=["quantized"], dtype=["int64", "float64"]), lambda r: True,
+             settings=settings(max_examples=50, database=None))
+
+
+@needs_quantized
+def test_every_converter_refuses_quantized_tensors_with_torchs_reason():
+    from pytest_metafidelity import check_faithful
+    from pytest_metafidelity.converters import available_converters
+    from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
+
+    with quiet_torch_notices():
+        t = torch.quantize_per_tensor(torch.arange(6.0), 0.5, 1, torch.qint8)[1:]
+    for outcome in check_faithful(t, converters=available_converters()).outcomes:
+        assert outcome.status == "unsupported", outcome.describe()
+        expected = ("returned NotImplemented" if outcome.converter == "meta"
+                    else "UnsupportedFakeTensorException: quantized nyi in meta tensors")
+        assert expected in outcome.reason, outcome.describe()
 
 
 # -- dense coverage (channels_last_3d, odd storages) -------------------------

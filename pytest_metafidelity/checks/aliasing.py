@@ -36,9 +36,11 @@ def storage_key(t: Any) -> Any:
 
 
 def _partition(keys: list[Any]) -> list[int]:
-    """Canonical labels: node i gets the index of the first node with its key."""
+    """Canonical labels: node i gets the index of the first node with its
+    key.  A node without a key (no storage: sparse, MKLDNN) shares with
+    nothing, as a node alone on its storage does: its own index."""
     first: dict[Any, int] = {}
-    return [first.setdefault(k, i) if k is not None else -1 for i, k in enumerate(keys)]
+    return [first.setdefault(k, i) if k is not None else i for i, k in enumerate(keys)]
 
 
 def _version(t: Any) -> int | None:
@@ -94,8 +96,8 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
         rp, fp = _partition(real_keys), _partition(fake_keys)
         for i, (a, b) in enumerate(zip(rp, fp)):
             if a != b:
-                shares_real = [paths[j] for j, x in enumerate(rp) if x == a and j != i and a >= 0]
-                shares_fake = [paths[j] for j, x in enumerate(fp) if x == b and j != i and b >= 0]
+                shares_real = [paths[j] for j, x in enumerate(rp) if x == a and j != i]
+                shares_fake = [paths[j] for j, x in enumerate(fp) if x == b and j != i]
                 found.append(Mismatch(
                     check="aliasing", path=paths[i], attribute=what,
                     real=f"shared with {shares_real or 'nothing'}",

@@ -19,7 +19,7 @@ from ..core import KnownDifference
 # functionalization, say: a carried copy that fails is named before a
 # refusal of a functional view).
 DOMAINS = (
-    "sparse", "storage", "real_tensors", "autograd", "nested", "functorch", "subclasses",
+    "sparse", "mkldnn", "storage", "real_tensors", "autograd", "nested", "functorch", "subclasses",
     "functionalization", "zero_tensors", "behaviour",
 )
 
