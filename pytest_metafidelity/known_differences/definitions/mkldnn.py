@@ -32,12 +32,18 @@ def mkldnn_tensor(case: Case) -> bool:
 ENTRIES.append(KnownDifference(
     id="mkldnn-converted-strided",
     check="oracle",
-    attribute=r"layout",
+    # The layout, and the dispatch keys that follow from it: the fake carries
+    # a dense backend key and its autograd key where the real tensor carries
+    # MkldnnCPU and AutogradOther.
+    attribute=(r"layout|(MkldnnCPU|AutogradOther|<backend>|Autograd<backend>)"
+               r" in torch\._C\._dispatch_keys\(t\)"),
     applies=mkldnn_tensor,
     reason=(
         "MetaConverter.meta_tensor's MKLDNN branch makes the converted tensor with "
         "torch.empty_strided(sizes, strides, device='meta'), so an MKLDNN tensor comes out "
-        "with layout torch.strided (is_mkldnn False) and a storage it does not have "
+        "with layout torch.strided (is_mkldnn False), the dispatch keys of a dense tensor "
+        "(a backend key and its Autograd key, where the real one has MkldnnCPU and "
+        "AutogradOther) and a storage it does not have "
         "(meta_utils: 'TODO: This doesn't seem right, where's the MKLDNN'ness'); ops that "
         "depend on the layout (to_dense(), to_mkldnn(), mkldnn kernels) then trace differently "
         "from eager"
@@ -55,6 +61,8 @@ ENTRIES.append(KnownDifference(
         "assert x.layout == torch._mkldnn and x.is_mkldnn\n"
         "fake = FakeTensorMode().from_tensor(x)\n"
         "assert fake.layout == torch.strided and not fake.is_mkldnn\n"
+        "assert 'MkldnnCPU' in str(torch._C._dispatch_keys(x))\n"
+        "assert 'Mkldnn' not in str(torch._C._dispatch_keys(fake))\n"
     ),
 ))
 
