@@ -23,6 +23,7 @@ KIND_MODULES = (
     "sparse",
     "mkldnn",
     "quantized",
+    "scalar",
     "families",
     "autograd",
     "wrappers",
