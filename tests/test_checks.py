@@ -4,10 +4,13 @@ with the attribute that broke -- and passes on a correct one."""
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Any, Callable, Iterator
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_metafidelity import known_differences as kd
 from pytest_metafidelity.checks import Conversion, Mismatch, all_checks
@@ -187,6 +190,120 @@ def test_oracle_looks_for_the_carried_real_tensor_inside_functorch_wrappers() ->
             outcome = run("wrappers", b)
         assert_reports(outcome, "oracle", "real_tensor is not None", "t0.unwrapped.real_tensor")
         assert not any(m.path == "t0.real_tensor" for m in outcome.mismatches)
+
+
+# -- oracle: item() of 0-dim tensors whose value from_real_tensor reads -----------------
+
+
+def _memo_of(value: Any, dtype: Any) -> Any:
+    """The item_memo fake-dynamic gives a 0-dim tensor holding ``value``."""
+    fake = make_converter("fake-dynamic").convert(torch.tensor(value, dtype=dtype))
+    assert fake.item_memo is not None
+    return fake.item_memo
+
+
+@pytest.mark.parametrize("converter", ["fake-dynamic", "fake-real-dynamic"])
+def test_oracle_reports_an_item_memo_whose_hint_is_not_the_value(converter: str) -> None:
+    t = torch.tensor(3, dtype=torch.int64)
+
+    def off_by_one(conv: Any, real: Any, fake: Any) -> Any:
+        fake.item_memo = fake.item_memo + 1
+        return fake
+
+    with faulty(converter, off_by_one):
+        m = assert_reports(run("oracle", t), "oracle", "item()", "t0")
+    assert (m.real, m.fake) == (3, 4)
+    assert "item_memo" in m.describe()
+    assert_passes("oracle", t, converter=converter)
+
+
+@pytest.mark.parametrize(("value", "dtype", "memo_value", "memo_dtype"), [
+    (-0.0, torch.float64, 0.0, torch.float64),      # the sign of a zero
+    (3, torch.int64, 3.0, torch.float64),            # a SymFloat for an int64
+    (2 ** 63 - 1, torch.int64, 2 ** 63 - 2, torch.int64),
+    (1.5, torch.float64, 1.25, torch.float64),
+])
+def test_oracle_compares_the_item_memo_hint_exactly(value: Any, dtype: Any, memo_value: Any,
+                                                    memo_dtype: Any) -> None:
+    t = torch.tensor(value, dtype=dtype)
+    other = _memo_of(memo_value, memo_dtype)
+
+    def wrong_memo(conv: Any, real: Any, fake: Any) -> Any:
+        fake.item_memo = other
+        return fake
+
+    with faulty("fake-dynamic", wrong_memo):
+        m = assert_reports(run("oracle", t), "oracle", "item()", "t0")
+    assert repr(m.real) == repr(value) and repr(m.fake) == repr(memo_value)
+    assert_passes("oracle", t, converter="fake-dynamic")
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_oracle_reports_an_item_memo_for_a_nan_or_infinite_value(value: float) -> None:
+    t = torch.tensor(value, dtype=torch.float64)
+    other = _memo_of(1.5, torch.float64)
+
+    def remembers(conv: Any, real: Any, fake: Any) -> Any:
+        fake.item_memo = other
+        return fake
+
+    with faulty("fake-dynamic", remembers):
+        m = assert_reports(run("oracle", t), "oracle", "item()", "t0")
+    assert "NaN or infinite" in m.describe()
+    outcome = run("oracle", t, converter="fake-dynamic")
+    assert outcome.status == PASSED, outcome.describe()
+
+
+def test_oracle_reads_item_memo_where_a_0dim_view_selects_its_value() -> None:
+    t = torch.tensor([0, 0, 7], dtype=torch.int64)[2]
+
+    def memo_of_first(conv: Any, real: Any, fake: Any) -> Any:
+        fake.item_memo = _memo_of(0, torch.int64)
+        return fake
+
+    with faulty("fake-dynamic", memo_of_first):
+        m = assert_reports(run("oracle", t), "oracle", "item()", "t0")
+    assert (m.real, m.fake) == (7, 0)
+    assert_passes("oracle", t, converter="fake-dynamic")
+
+
+_INT64 = st.integers(-2 ** 63, 2 ** 63 - 1)
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(value=st.one_of(_INT64.map(lambda v: (v, torch.int64)),
+                       st.floats().map(lambda v: (v, torch.float64)),
+                       st.integers(-2 ** 31, 2 ** 31 - 1).map(lambda v: (v, torch.int32))),
+       converter=st.sampled_from(["fake-dynamic", "fake-real-dynamic"]))
+def test_torch_remembers_exactly_the_finite_int64_and_float64_values(value: Any,
+                                                                     converter: str) -> None:
+    """torch's own behaviour, which the oracle holds it to: a symbol whose
+    hint is the value for a finite int64 or float64, none for NaN, the
+    infinities and the other dtypes it reads."""
+    from pytest_metafidelity.checks.oracle import item_memo, same_number
+    from pytest_metafidelity.checks._util import hint
+
+    number, dtype = value
+    t = torch.tensor(number, dtype=dtype)
+    memo = item_memo(make_converter(converter).convert(t))
+    if dtype == torch.int32 or (isinstance(number, float) and not math.isfinite(number)):
+        assert memo is None
+    else:
+        assert memo is not None and same_number(hint(memo), t.item())
+    outcome = run("oracle", t, converter=converter)
+    assert outcome.status == PASSED, outcome.describe()
+
+
+@given(st.one_of(st.integers(), st.floats()), st.one_of(st.integers(), st.floats()))
+def test_same_number_is_equality_with_nan_equal_to_nan_and_signed_zeros_apart(a: Any,
+                                                                              b: Any) -> None:
+    from pytest_metafidelity.checks.oracle import same_number
+
+    expected = (type(a) is type(b)) and (
+        (math.isnan(a) and math.isnan(b)) if isinstance(a, float) and math.isnan(a)
+        else repr(a) == repr(b) if isinstance(a, float) else a == b)
+    assert same_number(a, b) == expected
+    assert same_number(a, a) and same_number(b, b)
 
 
 # -- aliasing ---------------------------------------------------------------------------

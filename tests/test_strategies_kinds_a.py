@@ -23,6 +23,7 @@ from helpers_strategies import (
     storage_key,
     summaries_from_build,
     summaries_from_source,
+    tensor_signature,
 )
 from hypothesis.errors import InvalidArgument, Unsatisfiable
 
@@ -30,7 +31,7 @@ from pytest_metafidelity.strategies import all_kinds, available_kinds, recipes
 
 SINGLE_KINDS = (
     "conj_neg", "dtype_view",
-    "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc",
+    "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "scalar",
 )
 FAMILY_KINDS = ("set_alias", "view_family")
 KINDS = SINGLE_KINDS + FAMILY_KINDS
@@ -432,6 +433,97 @@ def test_every_converter_refuses_quantized_tensors_with_torchs_reason():
         expected = ("returned NotImplemented" if outcome.converter == "meta"
                     else "UnsupportedFakeTensorException: quantized nyi in meta tensors")
         assert expected in outcome.reason, outcome.describe()
+
+
+# -- scalar -----------------------------------------------------------------
+
+ITEM_READ_DTYPES = (torch.int64, torch.int32, torch.int16, torch.int8, torch.float64)
+
+
+def _exact(value):
+    """A key equal for the same number only: NaN equal to NaN, -0.0 apart
+    from 0.0, an int apart from a float."""
+    return type(value).__name__, repr(value)
+
+
+@given(recipes(kinds=["scalar"], requires_grad=None))
+def test_scalar_is_a_0dim_tensor_of_a_scalar_dtype(recipe):
+    from pytest_metafidelity.strategies.scalar import scalar_dtypes
+
+    t = only(recipe)
+    assert t.dim() == 0 and t.layout == torch.strided and type(t) is torch.Tensor
+    assert t.dtype in scalar_dtypes(), recipe.to_python()
+    if t.requires_grad:
+        assert t.dtype.is_floating_point and t.is_leaf
+    if t._is_view():
+        assert t._base.dtype == t.dtype
+
+
+@given(recipes(kinds=["scalar"], requires_grad=None))
+def test_scalar_source_rebuilds_the_exact_value(recipe):
+    def signature(t):
+        return {**tensor_signature(t), "item()": _exact(t.item())}
+
+    assert summaries_from_source(recipe, signature) == summaries_from_build(recipe, signature), \
+        recipe.to_python()
+
+
+@pytest.mark.parametrize("value", [0, -1, 2 ** 63 - 1, -2 ** 63, 0.0, -0.0, math.nan, math.inf,
+                                   -math.inf, 5e-324, 1.7976931348623157e308, True])
+def test_scalar_value_literal_evaluates_to_exactly_the_value(value):
+    from pytest_metafidelity.strategies.scalar import value_literal
+
+    assert _exact(eval(value_literal(value))) == _exact(value)
+
+
+def _is(dtype, test=lambda v: True, case=None):
+    def condition(r):
+        t = only(r)
+        if t.dtype != dtype or not test(t.item()):
+            return False
+        return case is None or case(t)
+    return condition
+
+
+@pytest.mark.parametrize("case", [
+    "int64 0", "int64 max", "int64 min", "int64 negative", "int32 max", "int8 min", "float64 nan",
+    "float64 inf", "float64 -inf", "float64 -0.0", "float64 requires_grad", "select view",
+    "neg view", "float32 control", "bool control",
+])
+def test_scalar_reaches(case):
+    conditions = {
+        "int64 0": _is(torch.int64, lambda v: v == 0),
+        "int64 max": _is(torch.int64, lambda v: v == 2 ** 63 - 1),
+        "int64 min": _is(torch.int64, lambda v: v == -2 ** 63),
+        "int64 negative": _is(torch.int64, lambda v: v < 0),
+        "int32 max": _is(torch.int32, lambda v: v == 2 ** 31 - 1),
+        "int8 min": _is(torch.int8, lambda v: v == -128),
+        "float64 nan": _is(torch.float64, math.isnan),
+        "float64 inf": _is(torch.float64, lambda v: v == math.inf),
+        "float64 -inf": _is(torch.float64, lambda v: v == -math.inf),
+        "float64 -0.0": _is(torch.float64, lambda v: v == 0 and math.copysign(1, v) < 0),
+        "float64 requires_grad": _is(torch.float64, case=lambda t: t.requires_grad),
+        "select view": lambda r: only(r)._is_view() and only(r).storage_offset() > 0,
+        "neg view": lambda r: only(r).is_neg(),
+        "float32 control": _is(torch.float32),
+        "bool control": _is(torch.bool),
+    }
+    find(recipes(kinds=["scalar"], requires_grad=None), conditions[case],
+         settings=settings(max_examples=3000, database=None))
+
+
+def test_scalar_shrinks_to_an_int64_zero_leaf():
+    t = only(find(recipes(kinds=["scalar"]), lambda r: True, settings=settings(database=None)))
+    assert (t.dtype, t.item(), t._is_view()) == (torch.int64, 0, False)
+
+
+def test_scalar_keeps_to_the_dtypes_allowed():
+    found = find(recipes(kinds=["scalar"], dtype=["complex64", "float64"]),
+                 lambda r: True, settings=settings(database=None))
+    assert only(found).dtype == torch.float64
+    with pytest.raises(Unsatisfiable):
+        find(recipes(kinds=["scalar"], dtype=["complex64"]), lambda r: True,
+             settings=settings(max_examples=50, database=None))
 
 
 # -- dense coverage (channels_last_3d, odd storages) -------------------------

@@ -42,8 +42,9 @@ def is_symbolic(x: Any) -> bool:
 
 
 def hint(x: Any) -> Any:
-    """The concrete value of an int or SymInt, without adding guards: a
-    SymInt's hint is the example value its ShapeEnv recorded."""
+    """The concrete value of an int or SymInt (or a float or SymFloat),
+    without adding guards: a symbol's hint is the example value its
+    ShapeEnv recorded."""
     if not is_symbolic(x):
         return x
     node = x.node
@@ -51,11 +52,12 @@ def hint(x: Any) -> Any:
     if h is not None:
         return h
     try:
+        number = float if safe(lambda: node.is_float(), False) else int
         expr = node.expr
         if getattr(expr, "is_number", False):
-            return int(expr)
+            return number(expr)
         value = node.shape_env.size_hint(expr, allow_none=True)
-        return UNKNOWN if value is None else int(value)
+        return UNKNOWN if value is None else number(value)
     except Exception:
         return UNKNOWN
 

@@ -21,6 +21,17 @@ can be read (they are not in :func:`read`):
   AutogradNestedTensor (see :mod:`._dispatch_keys`).  A key present on one
   side only is reported as ``<key> in torch._C._dispatch_keys(t)``.
 
+* ``item()`` of a fake that remembers a symbol for its value
+  (``item_memo``): converting a plain 0-dim CPU tensor of int64, int32,
+  int16, int8 or float64 with a ``ShapeEnv`` and a source
+  (``fake-dynamic``, ``fake-real-dynamic``), ``from_real_tensor`` reads
+  ``t.item()`` and, for int64 (a SymInt) and float64 (a SymFloat), keeps the
+  symbol it makes as ``item_memo``.  Where a fake has one (read guarded: no
+  other fake has the attribute), its hint must be the real ``item()``: the
+  same number, an int for an int and a float for a float, -0.0 apart from
+  0.0, NaN equal to NaN.  For a NaN or infinite value torch makes no symbol:
+  a fake remembering one for such a value is reported too.
+
 Where the converted sizes, strides or offset are SymInts they are compared
 through their hints (the example values the ShapeEnv recorded; reading a
 hint adds no guard); where they are static they are compared exactly.
@@ -44,7 +55,8 @@ from . import Conversion, Mismatch, check
 from ..strategies.storage_bounds import storage_too_small
 from ._dispatch_keys import attribute as key_attribute
 from ._dispatch_keys import compared_keys
-from ._util import fake_device, grad_of, has_symbolic, hint, hints, is_view, related, safe, same
+from ._util import (UNKNOWN, fake_device, grad_of, has_symbolic, hint, hints, is_view, related,
+                    safe, same)
 
 
 def read(t: Any, *, device: Any = None) -> dict[str, Any]:
@@ -164,12 +176,72 @@ def oracle_check(conv: Conversion) -> list[Mismatch]:
         if not symbolic and not has_symbolic(fake):
             found += _compare_contiguity(path, real, fake)
         found += _compare_dispatch_keys(path, real, fake)
+        found += compare_item(path, real, fake)
         if carries_real:
             found += _carried(path, real, fake)
     return found
 
 
 _UNREADABLE = object()
+
+
+def item_memo(fake: Any) -> Any:
+    """The symbol a fake remembers for its value (``FakeTensor.item_memo``:
+    a SymInt, a SymFloat, or a plain number where the ShapeEnv made a
+    constant), or None: no memo, or not a fake tensor."""
+    return safe(lambda: getattr(fake, "item_memo", None))
+
+
+def same_number(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` are the same number: an int for an int and a float for
+    a float, NaN equal to NaN, -0.0 apart from 0.0."""
+    import math
+
+    if isinstance(a, float) != isinstance(b, float):
+        return False
+    if isinstance(a, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    return bool(a == b)
+
+
+def _real_item(real: Any) -> Any:
+    """``real.item()``, or _UNREADABLE where its value cannot be read safely
+    (not one element, not strided, a storage smaller than the tensor)."""
+    import torch
+
+    if safe(lambda: real.layout == torch.strided and real.numel() == 1, False) is not True:
+        return _UNREADABLE
+    if storage_too_small(real):
+        return _UNREADABLE
+    return safe(lambda: real.item(), _UNREADABLE)
+
+
+def compare_item(path: str, real: Any, fake: Any) -> list[Mismatch]:
+    """``item()``: the hint of the fake's ``item_memo`` against the real
+    ``item()``; [] where the fake has no memo."""
+    import math
+
+    memo = item_memo(fake)
+    if memo is None:
+        return []
+    expected = _real_item(real)
+    if expected is _UNREADABLE:
+        return []
+    got = hint(memo)
+    if got is UNKNOWN:
+        return []
+    if isinstance(expected, float) and not math.isfinite(expected):
+        return [Mismatch(
+            check="oracle", path=path, attribute="item()", real=expected, fake=got,
+            detail=f"the fake remembers a symbol for its value (item_memo = {memo!r}); torch "
+                   "makes none for a NaN or infinite value")]
+    if same_number(expected, got):
+        return []
+    return [Mismatch(
+        check="oracle", path=path, attribute="item()", real=expected, fake=got,
+        detail=f"the hint of the symbol the fake remembers for its value (item_memo = {memo!r})")]
 
 
 def memory_formats() -> tuple[Any, ...]:
