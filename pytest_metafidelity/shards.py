@@ -29,7 +29,7 @@ KIND_MS = {
     "functional_tensor_mode": 7, "sparse_coo": 7, "parameter": 7, "functional": 6,
     "inference": 6, "sparse_bsr": 6, "functorch_grad": 5, "sparse_bsc": 5, "sparse_csr": 5,
     "sparse_csc": 5, "functorch_batched": 5, "mkldnn": 5, "functional_view": 3,
-    "quantized": 3,
+    "quantized": 3, "scalar": 3,
 }
 # How much slower than the average converter each converter is.
 CONVERTER_FACTOR = {

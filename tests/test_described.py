@@ -30,7 +30,7 @@ from pytest_metafidelity.strategies import available_kinds, recipes
 REBUILT_FAITHFULLY = {
     "autograd_leaf", "autograd_nonleaf", "autograd_view", "conj_neg", "dense", "dtype_view",
     "functional_view", "grad_alias", "grad_attached", "inference", "mkldnn", "nested_jagged",
-    "parameter",
+    "parameter", "scalar",
     "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
     "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family",
 }
@@ -69,6 +69,28 @@ def test_a_two_tensor_and_its_view_are_rebuilt_through_tensor_unflatten() -> Non
     assert type(a) is TwoTensor and type(b) is TwoTensor and b._base is a
     assert a.requires_grad and torch.equal(a.a, tt.a) and torch.equal(a.b, tt.b)
     assert (b.shape, b.stride(), b.storage_offset()) == (view.shape, view.stride(), 1)
+
+
+def test_scalars_are_rebuilt_with_their_exact_values() -> None:
+    """What from_real_tensor reads with item() (and the oracle compares the
+    fake's item_memo with) comes back exactly: NaN, the infinities, -0.0,
+    the int64 limits, a selected 0-dim view, a negative-bit view."""
+    import math
+
+    nan = torch.tensor(math.nan, dtype=torch.float64)
+    tensors = [nan, torch.tensor(-math.inf, dtype=torch.float64),
+               torch.tensor(-0.0, dtype=torch.float64), torch.tensor(-2 ** 63),
+               torch.tensor([0, 2 ** 63 - 1, 0])[1],
+               torch._neg_view(torch.tensor(5, dtype=torch.int8)),
+               torch.tensor(1.5, dtype=torch.float64, requires_grad=True)]
+    recipe = describe_as_recipe(tensors)
+    assert not recipe.missing and not recipe.approximations
+    for real, rebuilt in zip(tensors, recipe.build()):
+        item = real.item()
+        assert repr((type(rebuilt.item()), rebuilt.item())) == repr((type(item), item))
+        assert (rebuilt.dim(), rebuilt.dtype, rebuilt.is_neg(), rebuilt.storage_offset(),
+                rebuilt.requires_grad) == (0, real.dtype, real.is_neg(), real.storage_offset(),
+                                           real.requires_grad)
 
 
 def test_quantized_tensors_are_rebuilt_from_their_integers_and_quantization_parameters() -> None:
