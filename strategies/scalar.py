@@ -8,8 +8,9 @@ unspecified symbol for it; for int64 and float64 the fake remembers it as
 ``item_memo`` (a SymInt, a SymFloat) whose hint is the value.  The ``oracle``
 check compares that hint with the real ``item()``.
 
-Drawn: int64 first (shrinking ends at an int64 zero), then int32, int16,
-int8 and float64, the dtypes torch reads, and float32, bool, uint8 and
+Drawn: int64 first (shrinking ends at an int64 zero), then float64, int32,
+int16 and int8, the dtypes torch reads (int64 and float64, which it
+remembers a symbol for, twice as often), and float32, bool, uint8 and
 float16 as controls (torch reads none of them); those ``dtype=`` allows.
 Values include 0, 1, -1, the dtype's limits and their neighbours, any
 integer in range; for floats -0.0, NaN, inf, -inf, the largest and the
@@ -39,12 +40,15 @@ from .recipe import RecipeBuilder
 
 # Simplest first: shrinking ends at an int64 zero.  The first five are the
 # dtypes from_real_tensor reads with item(); the rest are controls.
-SCALAR_DTYPES = ("int64", "int32", "int16", "int8", "float64",
+SCALAR_DTYPES = ("int64", "float64", "int32", "int16", "int8",
                  "float32", "bool", "uint8", "float16")
+# Drawn twice as often as the others: the dtypes torch remembers a symbol
+# for (item_memo), which the oracle compares.
+MEMO_DTYPES = ("int64", "float64")
 ITEM_READ = ("int64", "int32", "int16", "int8", "float64")
 # Simplest first.
 CASES = ("leaf", "requires_grad", "select", "neg_view")
-_FLOAT_SPECIALS = (0.0, 1.0, -1.0, -0.0, math.nan, math.inf, -math.inf, 0.5,
+_FLOAT_SPECIALS = (0.0, math.nan, math.inf, -math.inf, -0.0, 1.0, -1.0, 0.5,
                    2.0 ** 53 + 1, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
                    -1.7976931348623157e308)
 
@@ -63,6 +67,7 @@ def _draw_dtype(draw: Any, cfg: GenConfig) -> Any | None:
     if known is None:  # an opaque user strategy: a few plain draws
         return draw_dtype_where(draw, cfg, lambda d: d in scalar_dtypes())
     fitting = [d for d in scalar_dtypes() if d in known]
+    fitting += [d for d in fitting if str(d).removeprefix("torch.") in MEMO_DTYPES]
     return draw(st.sampled_from(fitting)) if fitting else None
 
 
@@ -81,18 +86,19 @@ def value_literal(value: Any) -> str:
 def _values(dtype: Any) -> st.SearchStrategy[Any]:
     import torch
 
-    # Every dtype draws its value the same way (a special value or any
-    # value): the same number of choices, so that shrinking compares the
-    # dtypes and ends at int64's first special value, 0.
+    # Every dtype draws its value the same way (one branch of a one_of,
+    # then a value): the same number of choices, so that shrinking compares
+    # the dtypes and ends at int64's first special value, 0.
     if dtype is torch.bool:
         return st.one_of(st.sampled_from((False, True)), st.booleans())
     if dtype.is_floating_point:
         specials = st.sampled_from(_FLOAT_SPECIALS)
-        if dtype is torch.float64:
-            return st.one_of(specials, st.floats())
-        # Representable in the dtype: float32/float16 round the rest (an
-        # overflow to inf is fine, the recipe holds what it rebuilds).
-        return st.one_of(specials, st.floats(width=32 if dtype is torch.float32 else 16))
+        # NaN and the infinities (where from_real_tensor makes no symbol)
+        # also as a branch of their own: a third of the values.
+        non_finite = st.sampled_from((math.nan, math.inf, -math.inf))
+        # Any float for float32 and float16 too: torch rounds it (to inf
+        # where it overflows), the same way each time the recipe runs.
+        return st.one_of(specials, non_finite, st.floats())
     info = torch.iinfo(dtype)
     edges = [0, 1, -1, 2, info.max, info.min, info.max - 1, info.min + 1]
     edges = [v for v in edges if info.min <= v <= info.max]
