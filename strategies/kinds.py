@@ -17,13 +17,13 @@ from typing import Any, Callable
 # kind of the first module.
 KIND_MODULES = (
     "dense",
+    "scalar",
     "views",
     "conj_neg",
     "dtype_views",
     "sparse",
     "mkldnn",
     "quantized",
-    "scalar",
     "families",
     "autograd",
     "wrappers",
