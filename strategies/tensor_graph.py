@@ -55,15 +55,25 @@ def inner_tensors(t: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def functorch_unwrapped(t: Any) -> Any:
-    """The tensor inside a functorch wrapper (BatchedTensor,
-    GradTrackingTensor), or None."""
+def is_functorch_wrapped(t: Any) -> bool:
+    """Whether ``t`` is a functorch wrapper (BatchedTensor,
+    GradTrackingTensor): a ``torch.Tensor`` with no storage of its own."""
     import torch
 
     fns = getattr(torch._C, "_functorch", None)
-    if fns is None or not safe(lambda: bool(fns.is_functorch_wrapped_tensor(t)), False):
+    try:  # not safe(): it is asked for every plain tensor by the predicates
+        return fns is not None and bool(fns.is_functorch_wrapped_tensor(t))
+    except Exception:
+        return False
+
+
+def functorch_unwrapped(t: Any) -> Any:
+    """The tensor inside a functorch wrapper, or None."""
+    import torch
+
+    if not is_functorch_wrapped(t):
         return None
-    return safe(lambda: fns.get_unwrapped(t))
+    return safe(lambda: torch._C._functorch.get_unwrapped(t))
 
 
 def walk_real(names: Any, tensors: Any, *, unwrap: bool = False) -> list[tuple[str, Any]]:

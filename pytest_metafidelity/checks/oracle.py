@@ -7,7 +7,7 @@ converter, the real device for fake tensors), requires_grad, is_leaf,
 whether a leaf has a ``.grad`` (and the grad itself, recursively),
 is_inference, is_conj, is_neg, ``_is_view`` and Parameter-ness.
 
-Two readings go beyond the public API, each compared only where both sides
+Three readings go beyond the public API, each compared only where both sides
 can be read (they are not in :func:`read`):
 
 * ``is_contiguous(memory_format=...)`` for every memory format
@@ -19,8 +19,7 @@ can be read (they are not in :func:`read`):
   Autograd functionality whatever the backend (the backend is the device,
   compared above), MkldnnCPU, ZeroTensor, ADInplaceOrView, AutogradOther and
   AutogradNestedTensor (see :mod:`._dispatch_keys`).  A key present on one
-  side only is reported as ``<key> in torch._C._dispatch_keys(t)``.
-
+  side only is reported as ``<key> in torch._C._dispatch_keys(t)``;
 * ``item()`` of a fake that remembers a symbol for its value
   (``item_memo``): converting a plain 0-dim CPU tensor of int64, int32,
   int16, int8 or float64 with a ``ShapeEnv`` and a source

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..strategies.tensor_graph import is_functorch_wrapped
 from .core import Case
 
 
@@ -54,12 +55,6 @@ def is_wrapper_subclass(t: Any) -> bool:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     return is_traceable_wrapper_subclass(t)
-
-
-def is_functorch_wrapped(t: Any) -> bool:
-    from ..checks._util import functorch_unwrapped
-
-    return functorch_unwrapped(t) is not None
 
 
 def is_cpp_functional(t: Any) -> bool:
@@ -104,16 +99,9 @@ def plain_strided(t: Any) -> bool:
 
     if type(t) in (torch.Tensor, torch.nn.Parameter):  # the common case, answered at once
         # (a functorch wrapper is a torch.Tensor too, with no storage to read)
-        return t.layout == torch.strided and not _functorch_wrapped(t)
+        return t.layout == torch.strided and not is_functorch_wrapped(t)
     return (t is not None and layout_name(t) == "strided"
             and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
-
-
-def _functorch_wrapped(t: Any) -> bool:
-    import torch
-
-    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
-    return wrapped is not None and bool(wrapped(t))
 
 
 def storage_key(t: Any) -> Any:
