@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from pytest_metafidelity.converters import available_converters
 from pytest_metafidelity.faithful import check_faithful
 from pytest_metafidelity.strategies import recipes
-from pytest_metafidelity.strategies.programs import KINDS, programs, run_step
+from pytest_metafidelity.strategies.kinds import program_kinds
+from pytest_metafidelity.strategies.programs import programs, run_step
 
 
 def measure(kind: str, converter: str, examples: int, tally: Counter) -> None:
@@ -61,7 +62,7 @@ def main() -> None:
     tally: Counter = Counter()
     start = time.perf_counter()
     for converter in converters:
-        for kind in KINDS:
+        for kind in program_kinds():
             measure(kind, converter, examples, tally)
     seconds = time.perf_counter() - start
     print(f"{tally['examples']} examples in {seconds:.1f} s: "

@@ -30,7 +30,8 @@ from hypothesis import strategies as st
 
 from pytest_metafidelity.strategies import recipes
 from pytest_metafidelity.strategies.aten_vocabulary import operators_in, vocabulary
-from pytest_metafidelity.strategies.programs import KINDS, Step, programs
+from pytest_metafidelity.strategies.kinds import program_kinds
+from pytest_metafidelity.strategies.programs import Step, programs
 
 GOAL = 0.8
 
@@ -81,7 +82,7 @@ def draw(examples: int) -> tuple[Counter, Counter, int, int]:
     surface: Counter = Counter()
     tally = Counter()
 
-    for kind in KINDS:
+    for kind in program_kinds():
         @settings(max_examples=examples, database=None, deadline=None, derandomize=True,
                   phases=["generate"], suppress_health_check=list(HealthCheck))
         @given(st.data())
@@ -109,7 +110,7 @@ def main() -> None:
     ops = vocabulary()
     drawn, surface, n_programs, n_steps = draw(examples)
     print(f"torch {torch.__version__}: aten vocabulary from {len(ops)} op names; "
-          f"{n_programs} programs ({examples} per kind over {len(KINDS)} kinds), {n_steps} steps")
+          f"{n_programs} programs ({examples} per kind over {len(program_kinds())} kinds), {n_steps} steps")
     together = [0, 0]
     for group in ("view", "in-place"):
         members = [op for op in ops if op.group == group]

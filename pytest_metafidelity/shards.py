@@ -7,9 +7,12 @@ goes, longest first, to the shard with the least estimated cost so far
 suite, with no item in two shards.  Items that are not suite items (your own
 tests given as paths) are left alone, so they run in every shard.
 
-Estimated cost = ``KIND_MS[kind] * CONVERTER_FACTOR[converter]``: a product
-model fitted to one measured run of the whole suite (torch 2.13.0 CPU,
-30 examples per item, 232 items; the slowest item took 60x the fastest).
+Estimated cost = ``cost_ms * CONVERTER_FACTOR[converter]``, where
+``cost_ms`` is what the kind declares (``@kind(..., cost_ms=...)``): a
+product model fitted to one measured run of the whole suite (torch 2.13.0
+CPU, 30 examples per item, 232 items; the slowest item took 60x the
+fastest).  A kind that declares no cost, or a name no kind is registered
+under (an id from an older run), costs the median of the declared costs.
 """
 
 from __future__ import annotations
@@ -20,23 +23,11 @@ from typing import Any
 
 from .option_error import OptionError
 
-# Milliseconds per example of each kind, for a converter of factor 1.
-KIND_MS = {
-    "view_family": 21, "subclass_view": 21, "nested_jagged": 18, "grad_alias": 16,
-    "autograd_nonleaf": 15, "subclass_family": 14, "autograd_view": 12, "dtype_view": 12,
-    "subclass_ctx": 10, "set_alias": 9, "grad_attached": 9, "two_tensor_nested": 9,
-    "view": 8, "dense": 8, "two_tensor": 8, "autograd_leaf": 8, "conj_neg": 8,
-    "functional_tensor_mode": 7, "sparse_coo": 7, "parameter": 7, "functional": 6,
-    "inference": 6, "sparse_bsr": 6, "functorch_grad": 5, "sparse_bsc": 5, "sparse_csr": 5,
-    "sparse_csc": 5, "functorch_batched": 5, "mkldnn": 5, "functional_view": 3,
-    "quantized": 3, "scalar": 3,
-}
 # How much slower than the average converter each converter is.
 CONVERTER_FACTOR = {
     "meta": 0.5, "fake": 0.6, "fake-real": 0.6, "functional": 0.7, "fake-real-dynamic": 1.1,
     "fake-dynamic": 1.7, "refake": 1.7, "refake-fresh": 2.3,
 }
-_UNKNOWN_KIND_MS = statistics.median(KIND_MS.values())
 
 
 def parse(value: Any) -> tuple[int, int] | None:
@@ -51,8 +42,19 @@ def parse(value: Any) -> tuple[int, int] | None:
     return int(match.group(1)), int(match.group(2))
 
 
+def kind_ms(kind: str) -> float:
+    """Milliseconds per example of ``kind`` for a converter of factor 1."""
+    from .strategies.kinds import all_kinds
+
+    kinds = all_kinds()
+    declared = kinds.get(kind)
+    if declared is not None and declared.cost_ms is not None:
+        return float(declared.cost_ms)
+    return float(statistics.median(k.cost_ms for k in kinds.values() if k.cost_ms is not None))
+
+
 def estimated_cost(kind: str, converter: str) -> float:
-    return KIND_MS.get(kind, _UNKNOWN_KIND_MS) * CONVERTER_FACTOR.get(converter, 1.0)
+    return kind_ms(kind) * CONVERTER_FACTOR.get(converter, 1.0)
 
 
 def assign(ids: dict[str, tuple[str, str]], shards: int) -> dict[str, int]:

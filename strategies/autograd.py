@@ -96,7 +96,8 @@ def _view_of(draw: Any, b: RecipeBuilder, base: str) -> str:
     return view
 
 
-@kind("autograd_leaf", "leaf that requires grad (any layout of a grad-capable dtype), or a detached leaf")
+@kind("autograd_leaf", "leaf that requires grad (any layout of a grad-capable dtype), or a detached leaf",
+      cost_ms=8)
 def autograd_leaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     how = draw(st.sampled_from(["requires_grad_", "detached_from_graph"]))
     event(f"autograd_leaf: {how}")
@@ -108,7 +109,8 @@ def autograd_leaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
     return [b.let(f"{y}.detach().requires_grad_()")]
 
 
-@kind("autograd_nonleaf", "non-leaf (result of an op on a leaf requiring grad), with retain_grad()")
+@kind("autograd_nonleaf", "non-leaf (result of an op on a leaf requiring grad), with retain_grad()",
+      cost_ms=15)
 def autograd_nonleaf_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     x = draw_leaf(draw, b, cfg)
     y = draw_op(draw, b, x)
@@ -135,7 +137,8 @@ VIEW_CASES = (
 )
 
 
-@kind("autograd_view", "views of leaves requiring grad, no_grad views, base/view differing in requires_grad")
+@kind("autograd_view", "views of leaves requiring grad, no_grad views, base/view differing in requires_grad",
+      cost_ms=12)
 def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(VIEW_CASES))
     event(f"autograd_view: {case}")
@@ -176,7 +179,8 @@ def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
 GRAD_CASES = ("contiguous", "noncontiguous", "backward", "view_of_other", "grad_dtype", "grad_dtype_none")
 
 
-@kind("grad_attached", ".grad attached: contiguous, non-contiguous, by backward, a view, another grad_dtype")
+@kind("grad_attached", ".grad attached: contiguous, non-contiguous, by backward, a view, another grad_dtype",
+      cost_ms=9)
 def grad_attached_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(GRAD_CASES))
     if case.startswith("grad_dtype") and not has_grad_dtype():
@@ -215,7 +219,7 @@ def grad_attached_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
 
 
 @kind("grad_alias", ".grad aliasing another tensor: another output, a view of one, shared, or itself",
-      family=True)
+      family=True, cost_ms=16)
 def grad_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(["grad_is_other", "grad_view_of_other", "shared_grad", "grad_aliases_self"]))
     event(f"grad_alias: {case}")
@@ -249,7 +253,8 @@ PARAMETER_CASES = ("parameter", "parameter_no_grad", "view_of_parameter", "param
                    "parameter_of_view", "buffer")
 
 
-@kind("parameter", "nn.Parameter (requiring grad or not, with .grad, of a view), its views, nn.Buffer")
+@kind("parameter", "nn.Parameter (requiring grad or not, with .grad, of a view), its views, nn.Buffer",
+      cost_ms=7)
 def parameter_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
     case = draw(st.sampled_from(PARAMETER_CASES))
@@ -278,7 +283,8 @@ INFERENCE_CASES = ("inference_tensor", "inference_view", "normal_view_in_inferen
                    "inference_mode_disabled_inside")
 
 
-@kind("inference", "inference-mode tensors and their views; views of normal tensors made in inference mode")
+@kind("inference", "inference-mode tensors and their views; views of normal tensors made in inference mode",
+      cost_ms=6)
 def inference_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(INFERENCE_CASES))
     event(f"inference: {case}")

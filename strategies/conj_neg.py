@@ -89,6 +89,7 @@ def draw_conj_neg(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     "conj_neg",
     "conj and neg bits: conj(), torch._neg_view, conj().imag, on leaves and on views",
     unavailable=_unavailable,
+    cost_ms=8,
 )
 def conj_neg_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_conj_neg(draw, b, cfg)]

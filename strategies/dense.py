@@ -97,6 +97,6 @@ def draw_dense(
     return name
 
 
-@kind("dense", "dense strided leaf: any dtype, strides, offset, channels_last, odd storages")
+@kind("dense", "dense strided leaf: any dtype, strides, offset, channels_last, odd storages", cost_ms=8)
 def dense_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_dense(draw, b, cfg)]

@@ -147,6 +147,7 @@ def draw_dtype_view(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     "dtype_view",
     "dtype-changing views: view(dtype), view_as_real, view_as_complex, .real, .imag",
     unavailable=_unavailable,
+    cost_ms=12,
 )
 def dtype_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_dtype_view(draw, b, cfg)]

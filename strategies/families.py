@@ -93,6 +93,7 @@ def draw_set_aliases(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     "set_alias",
     "tensors sharing one storage through set_, with their own offsets, sizes, strides, dtypes",
     family=True,
+    cost_ms=9,
 )
 def set_alias_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return draw_set_aliases(draw, b, cfg)
@@ -159,6 +160,7 @@ def draw_view_family(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     "view_family",
     "several views of one base: views of views, no_grad views, views of a detached alias",
     family=True,
+    cost_ms=21,
 )
 def view_family_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return draw_view_family(draw, b, cfg)

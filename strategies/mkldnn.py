@@ -111,11 +111,16 @@ def draw_mkldnn(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     return made
 
 
+# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
+PROGRAMS_NOT_RUN = "the MKLDNN layout has none of the programs' views and in-place ops"
+
+
 @kind(
     "mkldnn",
     "MKLDNN (oneDNN) layout tensors (to_mkldnn()): float32 and the reduced dtypes this CPU "
     "build accepts; leaf, requiring grad, non-leaf, Parameter, MKLDNN .grad",
     unavailable=_unavailable,
+    programs=PROGRAMS_NOT_RUN, cost_ms=5,
 )
 def mkldnn_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_mkldnn(draw, b, cfg)]

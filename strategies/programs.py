@@ -47,6 +47,7 @@ from typing import Any, Callable, Sequence
 from hypothesis import event
 from hypothesis import strategies as st
 
+from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
 from .storage_bounds import storage_too_small
 from .tensor_graph import walk_real
@@ -58,13 +59,8 @@ OUTPUT_PREFIX = "p"
 # Contexts a step may run in; index 0 (none) is what shrinking prefers.
 CONTEXTS = (None, None, None, None, None, "torch.no_grad()", "torch.inference_mode()",
             "torch.enable_grad()")
-# The kinds whose tensors a program runs on: plain strided tensors built
-# outside any functorch level or mode.  Sparse and MKLDNN layouts have no
-# views or in-place ops of this vocabulary; wrappers and subclasses have checks of
-# their own; quantized tensors are not converted at all.
-KINDS = ("dense", "view", "conj_neg", "dtype_view", "set_alias", "view_family", "autograd_leaf",
-         "autograd_nonleaf", "autograd_view", "grad_attached", "grad_alias", "parameter",
-         "inference")
+# Which kinds a program runs on is each kind's declaration (``@kind(...,
+# programs=True or why not)``): kinds.program_kinds().
 
 
 @dataclasses.dataclass(frozen=True)
@@ -527,9 +523,15 @@ def applicable(recipe: Recipe) -> str | None:
     """Why programs do not apply to the recipe's tensors, or None."""
     if recipe.contexts:
         return "the tensors only exist inside a functorch level or mode"
-    other = [k for k in recipe.kinds if k not in KINDS and k != "described"]
-    if other:
-        return f"programs run on plain strided tensors, not kind {other[0]!r}"
+    registry = all_kinds()
+    for name in recipe.kinds:
+        if name == "described":  # tensors made by hand: plain_strided() judges them
+            continue
+        declared = registry.get(name)
+        if declared is None:
+            return f"programs run on the kinds that declare them, not unregistered kind {name!r}"
+        if not declared.runs_programs:
+            return f"programs do not run on kind {name!r}: {declared.programs}"
     return None
 
 

@@ -104,11 +104,16 @@ def draw_quantized(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     return made
 
 
+# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
+PROGRAMS_NOT_RUN = "every converter refuses quantized tensors: no converted tensor to run a program on"
+
+
 @kind(
     "quantized",
     "quantized tensors: quantize_per_tensor / quantize_per_channel (qint8, quint8, qint32, "
     "float zero points), and views of them (the converter refuses them by design)",
     unavailable=_unavailable,
+    programs=PROGRAMS_NOT_RUN, cost_ms=3,
 )
 def quantized_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_quantized(draw, b, cfg)]

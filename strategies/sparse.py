@@ -261,22 +261,28 @@ def draw_sparse_compressed(
     return _finish_grad(draw, b, name, grad_mode, ops)
 
 
+# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
+PROGRAMS_NOT_RUN = "sparse layouts have none of the programs' views and in-place ops"
+
+
 @kind(
     "sparse_coo",
     "sparse COO: coalesced and not, hybrid (dense dims), leaf requiring grad, non-leaf",
     unavailable=_layout_unavailable("sparse_coo", "sparse_coo_tensor"),
+    programs=PROGRAMS_NOT_RUN, cost_ms=7,
 )
 def sparse_coo_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_sparse_coo(draw, b, cfg)]
 
 
-def _register_compressed(layout: str, summary: str) -> None:
-    @kind(layout, summary, unavailable=_layout_unavailable(layout, f"{layout}_tensor"))
+def _register_compressed(layout: str, summary: str, cost_ms: float) -> None:
+    @kind(layout, summary, unavailable=_layout_unavailable(layout, f"{layout}_tensor"),
+          programs=PROGRAMS_NOT_RUN, cost_ms=cost_ms)
     def compressed_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
         return [draw_sparse_compressed(draw, b, cfg, layout)]
 
 
-_register_compressed("sparse_csr", "sparse CSR: batch dims, dense dims, int32/int64 indices, grad")
-_register_compressed("sparse_csc", "sparse CSC: batch dims, dense dims, int32/int64 indices, grad")
-_register_compressed("sparse_bsr", "sparse BSR: block sizes, batch dims, dense dims, index dtypes, grad")
-_register_compressed("sparse_bsc", "sparse BSC: block sizes, batch dims, dense dims, index dtypes, grad")
+_register_compressed("sparse_csr", "sparse CSR: batch dims, dense dims, int32/int64 indices, grad", 5)
+_register_compressed("sparse_csc", "sparse CSC: batch dims, dense dims, int32/int64 indices, grad", 5)
+_register_compressed("sparse_bsr", "sparse BSR: block sizes, batch dims, dense dims, index dtypes, grad", 6)
+_register_compressed("sparse_bsc", "sparse BSC: block sizes, batch dims, dense dims, index dtypes, grad", 5)

@@ -101,7 +101,8 @@ def draw_view_chain(
     return current
 
 
-@kind("view", "chains of view ops (slice, transpose, expand, as_strided, ...) of a dense base")
+@kind("view", "chains of view ops (slice, transpose, expand, as_strided, ...) of a dense base",
+      cost_ms=8)
 def view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     base = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"))
     view = draw_view_chain(draw, b, base)

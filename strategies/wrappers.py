@@ -57,8 +57,14 @@ def _functional_unavailable() -> str | None:
 FUNCTIONAL_CASES = ("plain", "of_view", "requires_grad", "mutated", "pending_view_mutation")
 
 
+# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
+PROGRAMS_NOT_RUN_FUNCTIONAL = "programs run on plain tensors; functional tensors have the wrappers check"
+PROGRAMS_NOT_RUN_IN_CONTEXT = "the tensors only exist inside a functorch level or mode"
+
+
 @kind("functional", "C++ functional tensor (torch._to_functional_tensor) of a dense tensor or view; "
-      "mutated, with pending view updates, or mirroring requires_grad", unavailable=_functional_unavailable)
+      "mutated, with pending view updates, or mirroring requires_grad",
+      unavailable=_functional_unavailable, programs=PROGRAMS_NOT_RUN_FUNCTIONAL, cost_ms=6)
 def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
     case = draw(st.sampled_from(FUNCTIONAL_CASES))
@@ -93,7 +99,7 @@ def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
 
 
 @kind("functional_view", "view of a C++ functional tensor (the converter refuses these by design)",
-      unavailable=_functional_unavailable)
+      unavailable=_functional_unavailable, programs=PROGRAMS_NOT_RUN_FUNCTIONAL, cost_ms=3)
 def functional_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     x = draw_dense(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"), allow_grad=False)
     f = b.let(f"torch._to_functional_tensor({x})")
@@ -124,7 +130,9 @@ def _ft_unavailable() -> str | None:
 
 
 @kind("functional_tensor_mode", "FunctionalTensor under a live FunctionalTensorMode: wrapped, made by a "
-      "factory, viewed, mutated, requiring grad", unavailable=_ft_unavailable, needs_context=True)
+      "factory, viewed, mutated, requiring grad",
+      unavailable=_ft_unavailable, needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT,
+      cost_ms=7)
 def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(FT_CASES))
     event(f"functional_tensor_mode: {case}")
@@ -258,14 +266,17 @@ def _top_case(draw: Any, b: RecipeBuilder, t: str, prefix: str, cases: tuple[str
 
 
 @kind("functorch_batched", "functorch BatchedTensor inside live vmap levels (nested vmap/grad levels too)",
-      unavailable=_functorch_unavailable, needs_context=True)
+      unavailable=_functorch_unavailable,
+      needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT, cost_ms=5)
 def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     t = _draw_functorch(draw, b, cfg, "vmap")
     return [_top_case(draw, b, t, "functorch_batched", ("wrapped", "view"))]
 
 
 @kind("functorch_grad", "functorch GradTrackingTensor inside a live grad level (under vmap/grad levels "
-      "too): leaf, requiring grad, non-leaf, view", unavailable=_functorch_unavailable, needs_context=True)
+      "too): leaf, requiring grad, non-leaf, view",
+      unavailable=_functorch_unavailable, needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT,
+      cost_ms=5)
 def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     t = _draw_functorch(draw, b, cfg, "grad")
     return [_top_case(draw, b, t, "functorch_grad", ("wrapped", "nonleaf", "view"))]

@@ -17,8 +17,9 @@ from pytest_metafidelity.checks.behaviour import StepMismatch
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 from pytest_metafidelity.known_differences import op_differences
 from pytest_metafidelity.strategies import Recipe, recipes
+from pytest_metafidelity.strategies.kinds import program_kinds
 from pytest_metafidelity.strategies.programs import (
-    KINDS, MAX_STEPS, OP_NAMES, Program, programs, run_step, seeded_programs)
+    MAX_STEPS, OP_NAMES, Program, programs, run_step, seeded_programs)
 from test_checks import faulty
 
 ONLY = ["behaviour"]
@@ -289,7 +290,7 @@ def test_programs_do_not_apply_to_sparse_tensors() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_programs_are_runnable_source_over_the_live_tensors(data: Any) -> None:
-    recipe = data.draw(recipes(kinds=list(KINDS), family=None))
+    recipe = data.draw(recipes(kinds=list(program_kinds()), family=None))
     program = data.draw(programs(recipe))
     assert len(program.steps) <= MAX_STEPS
     if not program.steps:

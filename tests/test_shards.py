@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import random
 import re
+import statistics
 
 import pytest
 
 from pytest_metafidelity import shards
 from pytest_metafidelity.options import OptionError
+from pytest_metafidelity.strategies import all_kinds
 
-KINDS = sorted(shards.KIND_MS)
+KINDS = sorted(all_kinds())
 CONVERTERS = sorted(shards.CONVERTER_FACTOR)
 SUITE = {f"{k}-{c}": (k, c) for k in KINDS for c in CONVERTERS}
 
@@ -37,8 +39,19 @@ def test_shards_are_balanced_by_estimated_cost() -> None:
     assert costs[-1] > 10 * costs[0]
 
 
+def test_a_kind_costs_what_it_declares() -> None:
+    kinds = all_kinds()
+    declared = [k.cost_ms for k in kinds.values() if k.cost_ms is not None]
+    assert len(declared) >= len(kinds) - 1  # user_subclass is not measured
+    for name, k in kinds.items():
+        if k.cost_ms is not None:
+            assert shards.estimated_cost(name, "fake") == k.cost_ms * shards.CONVERTER_FACTOR["fake"]
+
+
 def test_unknown_kinds_and_converters_get_a_cost() -> None:
-    assert shards.estimated_cost("brand_new_kind", "brand-new") > 0
+    median = statistics.median(k.cost_ms for k in all_kinds().values() if k.cost_ms is not None)
+    assert shards.estimated_cost("brand_new_kind", "brand-new") == median > 0
+    assert shards.estimated_cost("user_subclass", "brand-new") == median  # declares none
     assert shards.assign({"a-b": ("a", "b"), "c-d": ("c", "d")}, 2) == {"a-b": 1, "c-d": 2}
 
 
