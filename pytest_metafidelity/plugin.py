@@ -110,6 +110,13 @@ class FidelitySession:
                 worker, workers = worker_position(getattr(config, "workerinput", None))
                 self.run.first_pass = FirstPass(self.journal_directory, worker, workers)
         self.progress = None if self.is_worker else Progress.for_run(config, opts)
+        # The kinds registered when the suite's kinds were settled (None
+        # where they were not: an xdist controller leaves them to workers).
+        self.kinds_at_start: tuple[str, ...] | None = None
+        if opts.complete:
+            from .strategies.kinds import all_kinds
+
+            self.kinds_at_start = tuple(all_kinds())
         if opts.database:
             # Loaded as the settings profile before any test module is
             # imported: users' own @given tests in this run, and HypoFuzz
@@ -200,6 +207,7 @@ class FidelitySession:
         metafunc.parametrize("metafidelity_item", items, ids=[i.id for i in items])
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self._warn_of_kinds_registered_late()
         _shards.apply_shard(self.config, items, self.run.options.shard)
         from .suite.failure_text import report_findings_as_text
         from .suite.runner import fidelity_test
@@ -225,6 +233,23 @@ class FidelitySession:
             self.run.first_pass.done = nothing_to_run is not None
         if self.progress is not None:
             self.progress.total_items = len(suite)
+
+    def _warn_of_kinds_registered_late(self) -> None:
+        """A kind registered while test modules were collected came after the
+        suite's items were made: it is no suite item, which must not pass
+        unnoticed."""
+        if self.kinds_at_start is None:
+            return
+        from .strategies.kinds import all_kinds
+
+        late = [k for k in all_kinds() if k not in self.kinds_at_start]
+        if late:
+            import warnings
+
+            warnings.warn(pytest.PytestConfigWarning(
+                f"metafidelity: tensor kind(s) {', '.join(map(repr, late))} registered after the "
+                "suite's items were made (in a test module?) are no suite items; register them "
+                "in a conftest.py or a plugin module (see 'Adding a kind' in the README)"))
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None
