@@ -2,7 +2,8 @@
 handles.  Installed as ``pytest_metafidelity.strategies``.
 
 Where is a tensor kind generated?  In the module named after it (see
-``kinds.KIND_MODULES``); each registers its generator with ``@kind``.
+``kinds.KIND_MODULES``); each registers its generator with ``@kind``, which
+declares what the kind supports (programs, cost per example, family).
 """
 
 from .api import meta_tensors, recipes, select_kinds, tensor_families
