@@ -213,6 +213,7 @@ def check_faithful(
     if sorted(order) != list(range(len(tensors))):
         raise ValueError(f"order={order!r} must be a permutation of 0..{len(tensors) - 1}")
 
+    recipe: "Recipe | Exception"
     try:
         recipe = recipe_for(tensors)
         names = recipe.outputs
