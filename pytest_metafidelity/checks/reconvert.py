@@ -6,9 +6,9 @@ look it up in their memo first).  Between two conversions the real tensor
 may have changed in place.  This check does, on copies of the tensors
 rebuilt from their recipe (the tensors under test are never touched):
 
-1. a fresh instance of the item's converter converts every copy (in the
-   conversion's order, as the conversion under test did);
-2. one copy is changed in place by one *change*: its metadata (``t_()``,
+1. a fresh instance of the item's converter converts one copy (with its
+   base and grad: the memo entry the second conversion meets is its own);
+2. that copy is changed in place by one *change*: its metadata (``t_()``,
    ``resize_``, ``set_`` onto a fresh storage, ``as_strided_``) or its
    autograd state (``requires_grad_``, ``detach_``, ``.grad =`` a tensor or
    None);
@@ -17,11 +17,13 @@ rebuilt from their recipe (the tensors under test are never touched):
    ``oracle`` reading (shape, stride, storage offset, requires_grad,
    is_leaf, grad presence and the grad itself, ...) and the ``storage``
    size.  Reported, named ``<attribute> after <change>``: what differs
-   there and differed neither between the copy and its first conversion nor
-   between the changed copy and a fresh converter's conversion of it (what
-   any conversion gets wrong of a tensor is the instantaneous checks'
-   business, and their known differences': the invariant here is that
-   converting again is as faithful as converting afresh).
+   there and did not differ between the copy and its first conversion; and,
+   unless the converter handed back its first object unchanged (stale: the
+   memo's difference, whatever else differs), did not differ between the
+   changed copy and a fresh converter's conversion of it either (what any
+   conversion gets wrong of a tensor is the instantaneous checks' business,
+   and their known differences': the invariant here is that converting
+   again is as faithful as converting afresh).
 
 Which copy and which change: a seeded choice, the seed a digest of the
 tensors' oracle reading (not of the recipe's text, which a reproducer
@@ -29,9 +31,12 @@ written from the metadata does not share), so the suite's shrunk example
 and its reproducer (``assert_faithful(..., checks=['reconvert'])``) apply
 the very same change.  Under a suite item the tensors are drawn by
 Hypothesis, so the change varies with them, without a drawn value of its
-own that every other check would have to carry.  A change the real copy
-refuses (it raises) is skipped for the next one in a fixed rotation, so
-nearly every example checks one.  Why not program steps (``behaviour``)?
+own that every other check would have to carry.  The change is drawn among
+those that alter the tensor (``Change.alters``: not a no-op such as ``t_()``
+of a 1-d tensor, not refused for a reason known beforehand such as
+``requires_grad_`` of an integer tensor); one the real copy still refuses
+(it raises, changing nothing) gives way to the next of them, so nearly
+every example checks one.  Why not program steps (``behaviour``)?
 A program runs on the converted tensors in lockstep with real ones, never
 converting again: a conversion in the middle of a program would need the
 real side's tensors to be the ones converted, which the lockstep does not
@@ -66,12 +71,15 @@ class Change:
     """One in-place change of a tensor between two conversions.
 
     ``source``: the change as Python, applied to a tensor named ``t``;
-    ``kind``: ``"metadata"`` or ``"autograd"``; ``apply``: does it."""
+    ``kind``: ``"metadata"`` or ``"autograd"``; ``apply``: does it;
+    ``alters``: whether it would alter ``t`` at all (False: a no-op, or
+    refused for a reason known beforehand -- the change is not drawn)."""
 
     name: str
     kind: str
     source: str
     apply: Callable[[Any], None]
+    alters: Callable[[Any], bool] = lambda t: True
 
 
 def _t_(t: Any) -> None:
@@ -100,33 +108,37 @@ def _detach_(t: Any) -> None:
     t.detach_()
 
 
-class NotApplicable(Exception):
-    """The change does not apply to this tensor (the next one is tried)."""
-
-
 def _grad_set(t: Any) -> None:
     import torch
-
-    if not t.is_leaf:  # a non-leaf's .grad is not what autograd fills (reading it warns)
-        raise NotApplicable(".grad = on a non-leaf")
 
     # torch.zeros, not zeros_like: zeros_like of a neg view whose storage
     # holds no bytes crashes the process (torch 2.13)
     t.grad = None if t.grad is not None else torch.zeros(t.shape, dtype=t.dtype, device=t.device)
 
 
+def _can_require_grad(t: Any) -> bool:
+    return bool(t.is_leaf and (t.dtype.is_floating_point or t.dtype.is_complex))
+
+
 CHANGES: tuple[Change, ...] = (
-    Change("t_()", "metadata", "t.t_()", _t_),
+    # t_() of a 0- or 1-d tensor is a no-op; of more dimensions, refused
+    Change("t_()", "metadata", "t.t_()", _t_, lambda t: t.dim() == 2),
     Change("resize_", "metadata", "t.resize_(t.numel() + 3)", _resize_),
     Change("set_", "metadata", "t.set_(torch.zeros(t.numel() + 2, dtype=t.dtype, device=t.device))",
            _set_),
-    Change("as_strided_", "metadata", "t.as_strided_((1,), (1,), 0)", _as_strided_),
+    Change("as_strided_", "metadata", "t.as_strided_((1,), (1,), 0)", _as_strided_,
+           lambda t: (tuple(t.shape), t.stride(), t.storage_offset()) != ((1,), (1,), 0)),
+    # requires_grad_(False) of a non-leaf is refused; only floating point
+    # and complex tensors can require grad
     Change("requires_grad_", "autograd", "t.requires_grad_(not t.requires_grad)",
-           _requires_grad_),
-    Change("detach_", "autograd", "t.detach_()", _detach_),
+           _requires_grad_, _can_require_grad),
+    # a no-op where the tensor neither requires grad nor has a grad_fn
+    Change("detach_", "autograd", "t.detach_()", _detach_, lambda t: bool(t.requires_grad)),
+    # a non-leaf's .grad is not what autograd fills (reading it warns)
     Change(".grad =", "autograd",
            "t.grad = None if t.grad is not None else "
-           "torch.zeros(t.shape, dtype=t.dtype, device=t.device)", _grad_set),
+           "torch.zeros(t.shape, dtype=t.dtype, device=t.device)", _grad_set,
+           lambda t: bool(t.is_leaf)),
 )
 CHANGES_BY_NAME = {c.name: c for c in CHANGES}
 
@@ -147,13 +159,13 @@ class Reconverted:
 
 
 def choose(real: Sequence[Any]) -> tuple[int, int]:
-    """(index of the tensor to change, index in :data:`CHANGES` to start
-    from): a digest of the tensors' oracle reading."""
+    """(index of the tensor to change, a number choosing the change among
+    those that alter it): a digest of the tensors' oracle reading."""
     from .oracle import read
 
     digest = zlib.crc32(repr([sorted((k, repr(v)) for k, v in read(t).items())
                               for t in real]).encode())
-    return digest % max(len(real), 1), (digest // 7) % len(CHANGES)
+    return digest % max(len(real), 1), digest // 7
 
 
 @check(CHECK, "converted again after an in-place change, the fake matches the tensor as it is now")
@@ -166,9 +178,20 @@ def reconvert_check(conv: Conversion) -> list[Mismatch]:
 
     if plain_strided(conv.real) is not None:
         return []
-    index, start = choose(conv.real)
-    order = [CHANGES[(start + k) % len(CHANGES)] for k in range(len(CHANGES))]
-    return reconvert(conv, index, order)
+    index, pick = choose(conv.real)
+    t = conv.real[index]
+    candidates = [c for c in CHANGES if _safe_alters(c, t)]
+    if not candidates:
+        return []
+    start = pick % len(candidates)
+    return reconvert(conv, index, candidates[start:] + candidates[:start])
+
+
+def _safe_alters(change: Change, t: Any) -> bool:
+    try:
+        return change.alters(t)
+    except Exception:
+        return False
 
 
 def reconvert(conv: Conversion, index: int, changes: Sequence[Change]) -> list[Mismatch]:
@@ -194,30 +217,29 @@ def reconvert(conv: Conversion, index: int, changes: Sequence[Change]) -> list[M
 def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, name: str,
                changes: Sequence[Change]) -> list[Mismatch]:
     from ..converters import ConversionCrash, Unsupported
-    from ..faithful import convert_all
     from ..strategies.torch_errors import release_frames
 
-    order = conv.order if conv.order is not None else range(len(copies))
+    copy = copies[index]
     try:
-        fakes = convert_all(converter, copies, order)
+        # Only the copy to change (with its base and grad): the memo entry
+        # converting again meets is its own.
+        first = converter.convert(copy)
     except (Unsupported, ConversionCrash):
         return []
-    except Exception as e:  # converting the copies fails: the conversion check's business
+    except Exception as e:  # converting the copy fails: the conversion check's business
         release_frames(e)
         return []
-    first = fakes[index]
-    copy = copies[index]
     baseline = {(m.path, m.attribute) for m in _compare(name, copy, first, converter)}
     before = _reading(name, copy)
     first_reading = _reading(name, first)
     raised = ""
     for change in changes:
         try:
+            if not _safe_alters(change, copy):
+                continue
             with warnings.catch_warnings():  # torch's warnings about the copy are not news
                 warnings.simplefilter("ignore")
                 change.apply(copy)
-        except NotApplicable:
-            continue
         except Exception as e:
             release_frames(e)
             if _reading(name, copy) == before:
@@ -245,9 +267,12 @@ def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, 
     same_object = again is first
     found = [m for m in _compare(name, copy, again, converter)
              if (m.path, m.attribute) not in baseline]
-    if found:
+    stale = same_object and _reading(name, again) == first_reading
+    if found and not stale:
         # What a fresh converter gets wrong of the tensor as it is now is the
         # instantaneous checks' business (and their known differences').
+        # (A stale object is the memo's difference whatever else differs: no
+        # fresh conversion needed to judge it.)
         fresh = _fresh_differences(conv, name, copy)
         if fresh is None:
             return []
@@ -259,7 +284,6 @@ def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, 
     changed = tuple(sorted(
         f"{key[0]}: {key[1]}" for key in set(before) & set(after)
         if before[key] != after[key] and key not in baseline))
-    stale = same_object and _reading(name, again) == first_reading
     _record(conv, Reconverted(name, change.name, same_object, stale, changed))
     return [Mismatch(check=CHECK, path=m.path, attribute=f"{m.attribute} after {change.name}",
                      real=m.real, fake=m.fake,
