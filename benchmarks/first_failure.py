@@ -51,7 +51,7 @@ SETS = {
 }
 
 FAILED_ITEM = re.compile(r"^FAILED \S*test_fidelity\[([^\]]+)\]", re.M)
-REPORTED_BY = re.compile(r"^\s*\[(\w+)\]", re.M)
+REPORTED_BY = re.compile(r"^\s+\[([a-z_]+)\] ", re.M)
 
 
 def time_to_first_finding(root: Path, plugin: str, fault: str,
