@@ -55,7 +55,10 @@ class BehaviourFault:
     tensor ``c``; ``inject(c)`` injects it.  ``kinds``: the tensor kinds it
     shows on, first in collection order first; ``converters``: which
     converters (by capability); ``breaks``: what goes wrong; ``unseen``: why
-    no static check sees it."""
+    no static check sees it.  ``witness``: tensors it applies to (recipe
+    lines, outputs), a program that shows it, and a converter it shows
+    on: every static check passes on them, the ``behaviour`` check fails
+    (``witness_outcomes``)."""
 
     kinds: tuple[str, ...]
     converters: str
@@ -63,6 +66,7 @@ class BehaviourFault:
     unseen: str
     applies: Callable[[Converted], bool]
     inject: Callable[[Converted], None]
+    witness: tuple[tuple[str, ...], tuple[str, ...], str, str]
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -136,11 +140,14 @@ def _view_in_base_dtype(original: Any, self: Any, args: tuple, kwargs: dict) -> 
     base = _base(self)
     if base is None or any(not isinstance(a, (int, tuple, list)) for a in args):
         return out  # a view(dtype): as asked
-    return original(out, base.dtype)  # reinterpreted in the base's dtype
+    import torch
+
+    return torch.Tensor.view(out, base.dtype)  # reinterpreted in the base's dtype
 
 
 def _views_in_base_dtype(c: Converted) -> None:
-    _replace_method(c.tensor, "view", _view_in_base_dtype)
+    for name in ("detach", "view", "reshape", "unsqueeze", "transpose", "expand"):
+        _replace_method(c.tensor, name, _view_in_base_dtype)
 
 
 def _inference(c: Converted) -> bool:
@@ -241,65 +248,82 @@ FAULTS: dict[str, BehaviourFault] = {
         "the base gets no .grad",
         "the view's grad_fn, its type and its graph are intact (a pre-hook drops the "
         "gradient); no static check runs a backward through a view of a leaf",
-        _view_of_grad_leaf, _drop_grad_at_view),
+        _view_of_grad_leaf, _drop_grad_at_view,
+        (("t1 = torch.zeros(3, 4, requires_grad=True)", "t0 = t1[1:]"), ("t0",),
+         "t0.sum().abs().backward()", "fake")),
     "retain-grad-ignored": BehaviourFault(
         ("autograd_view", "parameter"), "every converter",
         "retain_grad() on a converted non-leaf (a view of a leaf requiring grad) does nothing: "
         "after a backward its .grad stays None",
         "retains_grad is False on both sides until a program calls retain_grad()",
-        _view_of_grad_leaf, _ignore_retain_grad),
+        _view_of_grad_leaf, _ignore_retain_grad,
+        (("t1 = torch.zeros(3, 4, requires_grad=True)", "t0 = t1[1:]"), ("t0",),
+         "t0.retain_grad()\nt0.sum().abs().backward()\np0 = t0.grad", "meta")),
     "leaf-grad-doubled": BehaviourFault(
         ("autograd_leaf", "grad_attached", "parameter"), "carries_real",
         "a converted leaf requiring grad doubles every gradient accumulated into it: the "
         "carried real tensor of its .grad has other values than the real .grad",
         "a tensor hook is not read; .grad values are only compared after a backward, and "
         "only carried real tensors have values",
-        lambda c: c.carries_real and _is_leaf_requiring_grad(c.tensor), _double_leaf_grad),
+        lambda c: c.carries_real and _is_leaf_requiring_grad(c.tensor), _double_leaf_grad,
+        (("t0 = torch.ones(3, 4, requires_grad=True)",), ("t0",), "t0.sum().abs().backward()",
+         "fake-real")),
     "dtype-view-views-in-base-dtype": BehaviourFault(
         ("dtype_view",), "every converter",
-        "view(shape) of a converted dtype-changing view (view_as_real, .real, .imag, "
-        "view_as_complex) reinterprets its result in the base's dtype: another dtype and "
-        "last size, or an error where the real view has none",
+        "a view (detach, view, reshape, unsqueeze, transpose, expand) of a converted "
+        "dtype-changing view (view_as_real, .real, .imag, view_as_complex) is reinterpreted "
+        "in the base's dtype: another dtype and last size, or an error where the real view "
+        "has none",
         "the converted view's dtype, sizes and strides are right; only a later view shows it",
-        _dtype_view, _views_in_base_dtype),
+        _dtype_view, _views_in_base_dtype,
+        (("t1 = torch.ones(3, 4, dtype=torch.complex64)", "t0 = torch.view_as_real(t1)"),
+         ("t0",), "p0 = t0.view(-1)", "fake")),
     "inference-inplace-allowed": BehaviourFault(
         ("inference",), "every converter",
         "in-place ops (add_, mul_, zero_, fill_, copy_) on a converted inference tensor run "
         "outside inference mode, where the real tensor's raise",
         "is_inference() and every other reading are right; only an in-place op outside "
         "inference mode shows it",
-        _inference, _inplace_in_inference_mode),
+        _inference, _inplace_in_inference_mode,
+        (("with torch.inference_mode():", "    t0 = torch.ones(3, 4)"), ("t0",), "t0.add_(1)",
+         "fake")),
     "view-requires-grad-ignored": BehaviourFault(
         ("view", "dtype_view", "view_family", "autograd_view"), "every converter",
         "requires_grad_() on a converted view does nothing: requires_grad_(True) on a leaf "
         "view leaves it not requiring grad, requires_grad_(False) on a non-leaf view does not "
         "raise",
         "requires_grad is right at conversion; only a program changes it",
-        _is_view, _view_requires_grad_ignored),
+        _is_view, _view_requires_grad_ignored,
+        (("t1 = torch.zeros(3, 4)", "t0 = t1[1:]"), ("t0",), "t0.requires_grad_(True)", "meta")),
     "dynamic-transpose-ignored": BehaviourFault(
         ("dense", "view"), "symbolic",
         "t_() / transpose_() on a converted tensor with symbolic sizes leave its sizes and "
         "strides as they were",
         "sizes and strides are right at conversion; only an in-place transpose shows it",
-        lambda c: c.symbolic, _inplace_transposes_ignored),
+        lambda c: c.symbolic, _inplace_transposes_ignored,
+        (("t0 = torch.zeros(3, 4)",), ("t0",), "t0.t_()", "fake-dynamic")),
     "dynamic-reshape-copies": BehaviourFault(
         ("dense", "view"), "symbolic",
         "reshape() of a converted tensor with symbolic sizes copies where the real one "
         "returns a view (the result is no view and has a storage of its own)",
         "no static check reshapes; the aliasing partitions of the converted tensors are right",
-        lambda c: c.symbolic, _reshape_copies),
+        lambda c: c.symbolic, _reshape_copies,
+        (("t0 = torch.zeros(3, 4)",), ("t0",), "p0 = t0.reshape(-1)", "refake")),
     "carried-values-stale": BehaviourFault(
         ("dense", "view"), "carries_real",
         "add_() / mul_() on a converted tensor leave its carried real tensor's values as they "
         "were (the fake's metadata is updated, the carried copy is not)",
         "the carried values are right at conversion; only an in-place op makes them stale",
-        lambda c: c.carries_real, _carried_not_updated),
+        lambda c: c.carries_real, _carried_not_updated,
+        (("t0 = torch.zeros(3, 4)",), ("t0",), "t0.add_(1)", "fake-real-dynamic")),
     "no-grad-views-track-grad": BehaviourFault(
         ("autograd_leaf", "grad_attached", "parameter", "autograd_view"), "every converter",
         "views (unsqueeze, expand, view, transpose) of a converted tensor requiring grad, taken "
         "under no_grad or inference_mode, still require grad and have a grad_fn",
         "views made by a program are no part of the conversion; every converted tensor is right",
-        _requires_grad, _no_grad_views_track_grad),
+        _requires_grad, _no_grad_views_track_grad,
+        (("t0 = torch.zeros(3, 4, requires_grad=True)",), ("t0",),
+         "with torch.no_grad():\n    p0 = t0.unsqueeze(0)", "fake")),
     "view-inplace-version-lost": BehaviourFault(
         ("view", "set_alias", "view_family"), "every converter",
         "an in-place op (zero_, fill_, add_, mul_) called on a converted view does not bump the "
@@ -307,14 +331,15 @@ FAULTS: dict[str, BehaviourFault] = {
         "the version counters are shared as they should be (the aliasing check's partition "
         "bumps them with torch.autograd.graph.increment_version, not through the view's "
         "methods)",
-        _is_view, _view_inplace_version_lost),
+        _is_view, _view_inplace_version_lost,
+        (("t1 = torch.zeros(3, 4)", "t0 = t1[1:]"), ("t0",), "t0.zero_()", "fake")),
 }
 
 
-def install(name: str) -> None:
+def install(name: str) -> Callable[[], None]:
     """Patch ``MetaConverter.__call__`` so that the fault ``name`` is
     injected into every converted tensor (and the bases it reaches) it
-    applies to."""
+    applies to; the function that takes the patch off."""
     from torch._subclasses import meta_utils
 
     if name not in FAULTS:
@@ -346,6 +371,30 @@ def install(name: str) -> None:
 
     meta_utils.MetaConverter.__call__ = faulty_convert  # type: ignore[method-assign]
 
+    def uninstall() -> None:
+        meta_utils.MetaConverter.__call__ = convert  # type: ignore[method-assign]
+
+    return uninstall
+
+
+def witness_outcomes(name: str) -> tuple[Any, Any]:
+    """The fault's witness under the fault: (outcome of every check but
+    ``behaviour``, outcome of ``behaviour`` running the witness program)."""
+    from pytest_metafidelity import check_faithful
+    from pytest_metafidelity.checks import all_checks
+    from pytest_metafidelity.strategies import Recipe
+
+    lines, outputs, program, converter = FAULTS[name].witness
+    uninstall = install(name)
+    try:
+        tensors = Recipe(lines, outputs).build()
+        static = [c for c in all_checks() if c != "behaviour"]
+        return (check_faithful(*tensors, converters=[converter], checks=static).outcomes[0],
+                check_faithful(*tensors, converters=[converter], checks=["behaviour"],
+                               program=program).outcomes[0])
+    finally:
+        uninstall()
+
 
 def pytest_configure(config: Any) -> None:
     from pytest_metafidelity.suite.isolation import is_distributing
@@ -356,7 +405,21 @@ def pytest_configure(config: Any) -> None:
         install(name)
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """List the faults; with ``--witness``, run each one's witness: what
+    the static checks and the behaviour check say."""
+    import sys
+
     for fault_name, f in FAULTS.items():
         print(f"{fault_name}\n  breaks: {f.breaks}\n  kinds: {', '.join(f.kinds)}; "
               f"converters: {f.converters}\n  unseen: {f.unseen}")
+        if "--witness" in sys.argv:
+            static, behaviour = witness_outcomes(fault_name)
+            found = [f"{m.path} {m.attribute}: real {m.real!r} vs {m.fake!r}"
+                     for m in behaviour.mismatches][:1]
+            print(f"  witness on {f.witness[3]}: static checks {static.status}, behaviour "
+                  f"{behaviour.status} ({'; '.join(found)})")
+
+
+if __name__ == "__main__":
+    main()

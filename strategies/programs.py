@@ -504,8 +504,9 @@ def _grad_or_none(t: Any) -> Any:
 # families it may use (a family left out makes the others' steps likelier);
 # per step, weights from what the chosen tensor carries (requires grad, is
 # a view, is an inference tensor, ...); per example, ``target()`` on
-# :func:`exercised`.  The weights repeat an op in place in the pick, so the
-# vocabulary's order (simplest first, what shrinking goes toward) stays.
+# :func:`exercised`.  The weights repeat an op in the pick; the ops a
+# tensor's state favours come first, so that the simplest program drawn
+# for it (index 0 everywhere) exercises that state.
 
 # Families a swarm choice leaves in or out: the vocabulary's parts.
 FAMILIES = (("view", VIEW_OPS), ("inplace", INPLACE_OPS), ("autograd", AUTOGRAD_OPS))
@@ -516,7 +517,7 @@ MODE_CONTEXTS = (None, None, "torch.no_grad()", "torch.inference_mode()", "torch
 # Ops that read or change autograd state, and their extra weight on a
 # tensor that requires grad: walking the graph (a backward, then reading
 # the .grad it left) first.
-_GRAD_STATE_WEIGHTS = {"grad": 10, "backward": 5, "retain_grad": 5, "requires_grad_": 2,
+_GRAD_STATE_WEIGHTS = {"grad": 10, "backward": 6, "retain_grad": 5, "requires_grad_": 2,
                        "detach": 2}
 _GRAD_STATE_OPS = frozenset(_GRAD_STATE_WEIGHTS)
 _WRITES_VALUES = frozenset({"zero_", "fill_", "add_", "mul_", "copy_"})
@@ -579,7 +580,13 @@ def _weighted(ops: list[Op], t: Any, left_out: frozenset[str]) -> list[Op]:
     if not kept or (all(_FAMILY[op.name] == "autograd" for op in kept)
                     and not _safe(lambda: bool(t.requires_grad))):
         kept = ops
-    return [op for op in kept for _ in range(op_weight(op, t))]
+    weights = {op.name: op_weight(op, t) for op in kept}
+    # The ops the tensor's state favours first (in the vocabulary's order
+    # among equals): the simplest program on a tensor carrying state -- a
+    # suite item's first example, what a failure shrinks toward --
+    # exercises that state.  A plain tensor's order is the vocabulary's.
+    kept = sorted(kept, key=lambda op: -weights[op.name])
+    return [op for op in kept for _ in range(weights[op.name])]
 
 
 def exercised(steps: Sequence[Step], raised: Sequence[bool], inputs: Sequence[str]) -> int:
