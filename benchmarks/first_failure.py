@@ -1,11 +1,16 @@
 """Time to the first finding of a converter fault: ``pytest --metafidelity -x``.
 
-    .venv/bin/python benchmarks/first_failure.py [--baseline COMMIT] [--seed N] [FAULT ...]
+    .venv/bin/python benchmarks/first_failure.py [--set describer|behaviour]
+        [--baseline COMMIT] [--seed N] [FAULT ...]
 
-For each fault of ``benchmarks/converter_faults.py`` (default: all of them;
-each patches torch's describer, shared by every converter, and the items it
-affects sit at the start, the middle or the end of the suite's collection
-order), the default suite runs as a developer runs it after changing the
+For each fault of the set (default: all of them): ``--set describer`` (the
+default), the faults of ``benchmarks/converter_faults.py`` -- each patches
+torch's describer, shared by every converter, and the items it affects sit
+at the start, the middle or the end of the suite's collection order, and
+every static check sees it; ``--set behaviour``, the faults of
+``benchmarks/behaviour_faults.py`` -- each injected into the converted
+tensors so that no static check sees it, only the ``behaviour`` check's
+programs -- the default suite runs as a developer runs it after changing the
 converter -- ``pytest --metafidelity -x``, the ``dev`` profile's 40 s budget,
 every kind and converter -- in a fresh directory (no example database, no
 cache), with ``--hypothesis-seed`` (default 0).  It prints, per fault, the
@@ -34,15 +39,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from checkouts import checkouts  # noqa: E402
-from converter_faults import FAULT_VARIABLE, FAULTS  # noqa: E402
+import behaviour_faults  # noqa: E402
+import converter_faults  # noqa: E402
+
+FAULT_VARIABLE = converter_faults.FAULT_VARIABLE
+# --set: the plugin that injects the faults, and the first kind each shows on
+SETS = {
+    "describer": ("converter_faults", {name: f[0] for name, f in converter_faults.FAULTS.items()}),
+    "behaviour": ("behaviour_faults",
+                  {name: f.kinds[0] for name, f in behaviour_faults.FAULTS.items()}),
+}
 
 FAILED_ITEM = re.compile(r"^FAILED \S*test_fidelity\[([^\]]+)\]", re.M)
+REPORTED_BY = re.compile(r"^\s+\[([a-z_]+)\] ", re.M)
 
 
-def time_to_first_finding(root: Path, fault: str, seed: int) -> tuple[float, int, str]:
+def time_to_first_finding(root: Path, plugin: str, fault: str,
+                          seed: int) -> tuple[float, int, str]:
     """Wall seconds, exit status and the failed item of one run."""
     with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "pytest", "-p", "converter_faults", "--metafidelity",
+        command = [sys.executable, "-m", "pytest", "-p", plugin, "--metafidelity",
                    "-x", "-q", "-p", "no:cacheprovider", f"--hypothesis-seed={seed}",
                    f"--rootdir={tmp}"]
         env = dict(os.environ, PYTHONPATH=f"{root}{os.pathsep}{ROOT / 'benchmarks'}",
@@ -51,32 +67,40 @@ def time_to_first_finding(root: Path, fault: str, seed: int) -> tuple[float, int
         done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True)
         wall = time.monotonic() - started
     found = FAILED_ITEM.search(done.stdout)
-    return wall, done.returncode, found.group(1) if found else ""
+    if not found:
+        return wall, done.returncode, ""
+    # which checks reported (a behaviour fault must be found by the behaviour check)
+    checks = sorted(set(REPORTED_BY.findall(done.stdout)))
+    return wall, done.returncode, f"{found.group(1)} [{','.join(checks)}]"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("faults", nargs="*", metavar="FAULT",
-                        help=f"default: all of {', '.join(FAULTS)}")
+                        help="default: all of the set's faults")
+    parser.add_argument("--set", choices=tuple(SETS), default="describer",
+                        help="describer: converter_faults.py (every static check sees them); "
+                             "behaviour: behaviour_faults.py (only the behaviour check can)")
     parser.add_argument("--baseline", help="a commit to time side by side with this checkout")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    unknown = [f for f in args.faults if f not in FAULTS]
+    plugin, faults = SETS[args.set]
+    unknown = [f for f in args.faults if f not in faults]
     if unknown:
-        parser.error(f"no such fault: {', '.join(unknown)}; expected some of {', '.join(FAULTS)}")
-    args.faults = args.faults or list(FAULTS)
+        parser.error(f"no such fault: {', '.join(unknown)}; expected some of {', '.join(faults)}")
+    args.faults = args.faults or list(faults)
     with checkouts(args.baseline) as roots:
         times: dict[str, list[float]] = {label: [] for label in roots}
         missed: dict[str, list[str]] = {label: [] for label in roots}
         for fault in args.faults:
             for label, root in roots.items():
-                wall, status, item = time_to_first_finding(root, fault, args.seed)
+                wall, status, item = time_to_first_finding(root, plugin, fault, args.seed)
                 if item:
                     times[label].append(wall)
                 else:
                     missed[label].append(fault)
                 print(f"{fault:32} {label:26} {wall:6.1f} s  exit {status}  "
-                      f"{item or 'MISSED'}  (first kind: {FAULTS[fault][0]})", flush=True)
+                      f"{item or 'MISSED'}  (first kind: {faults[fault]})", flush=True)
         for label, ts in times.items():
             if ts:
                 print(f"{label:26} found {len(ts)}/{len(args.faults)}: "

@@ -44,7 +44,8 @@ import random
 import textwrap
 from typing import Any, Callable, Sequence
 
-from hypothesis import event
+from hypothesis import event, target
+from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
 
 from .kinds import all_kinds
@@ -90,6 +91,9 @@ class Program:
     inputs: tuple[str, ...]
     steps: tuple[Step, ...] = ()
     reason: str = ""
+    # How much of the state the conversion made the program exercised
+    # (:func:`exercised`); what the Hypothesis driver targets.
+    exercised: int = dataclasses.field(default=0, compare=False)
 
     @property
     def source(self) -> str:
@@ -486,6 +490,117 @@ def _grad_or_none(t: Any) -> Any:
             return None
 
 
+# -- bias: steps toward the state the tensors carry ---------------------------------------
+#
+# A converter fault that only a program shows sits in state the conversion
+# made: the autograd links of a view to its base, retain_grad and .grad of
+# converted non-leaves, the grad mode a tensor was made in, the dtype of a
+# view's base.  Programs are drawn toward that state with Hypothesis' own
+# tools rather than a scheduler: per program, a *swarm* choice of the op
+# families it may use (a family left out makes the others' steps likelier);
+# per step, weights from what the chosen tensor carries (requires grad, is
+# a view, is an inference tensor, ...); per example, ``target()`` on
+# :func:`exercised`.  The weights repeat an op in the pick; the ops a
+# tensor's state favours come first, so that the simplest program drawn
+# for it (index 0 everywhere) exercises that state.
+
+# Families a swarm choice leaves in or out: the vocabulary's parts.
+FAMILIES = (("view", VIEW_OPS), ("inplace", INPLACE_OPS), ("autograd", AUTOGRAD_OPS))
+_FAMILY = {op.name: family for family, ops in FAMILIES for op in ops}
+# Contexts for a tensor whose state depends on the grad mode (it requires
+# grad, or is an inference tensor): a mode change is likelier.
+MODE_CONTEXTS = (None, None, "torch.no_grad()", "torch.inference_mode()", "torch.enable_grad()")
+# Ops that read or change autograd state, and their extra weight on a
+# tensor that requires grad: walking the graph (a backward, then reading
+# the .grad it left) first.
+_GRAD_STATE_WEIGHTS = {"grad": 10, "backward": 6, "retain_grad": 5, "requires_grad_": 2,
+                       "detach": 2}
+_GRAD_STATE_OPS = frozenset(_GRAD_STATE_WEIGHTS)
+_WRITES_VALUES = frozenset({"zero_", "fill_", "add_", "mul_", "copy_"})
+
+
+def _safe(fn: Callable[[], Any], default: Any = False) -> Any:
+    try:
+        return fn()
+    except Exception:
+        return default
+
+
+def op_weight(op: Op, t: Any) -> int:
+    """How many times ``op`` counts in the pick of an op for ``t``, by the
+    state ``t`` carries (1: no bias)."""
+    weight = 1
+    if _safe(lambda: bool(t.requires_grad)) and op.name in _GRAD_STATE_OPS:
+        # (retain_grad on a leaf does nothing: a leaf keeps its .grad anyway)
+        if op.name != "retain_grad" or not _safe(lambda: t.is_leaf, True):
+            weight += _GRAD_STATE_WEIGHTS[op.name]
+    if _safe(lambda: bool(t._is_view())):
+        if op.name in _WRITES_VALUES | {"requires_grad_", "t_", "transpose_"}:
+            weight += 2
+        if op.binds and _FAMILY[op.name] == "view" and _safe(lambda: t._base.dtype != t.dtype):
+            weight += 2  # views of a view of another dtype than its base
+    if _safe(lambda: t.is_inference()) and op.name in _WRITES_VALUES:
+        weight += 2
+    return weight
+
+
+def contexts_for(t: Any) -> tuple[str | None, ...]:
+    """The contexts a step on ``t`` is drawn from (index 0: none)."""
+    if _safe(lambda: bool(t.requires_grad) or bool(t.is_inference())):
+        return MODE_CONTEXTS
+    return CONTEXTS
+
+
+def one_more_step(ch: Choices, steps: Sequence[Step]) -> bool:
+    """Whether a program goes on: one time in two, three in four after a
+    step on autograd state (a backward is worth its .grad reads)."""
+    if steps and steps[-1].op in _GRAD_STATE_OPS:
+        return ch.integer(0, 3) != 0
+    return ch.boolean()
+
+
+def swarm(ch: Choices) -> frozenset[str]:
+    """The op families a program leaves out (swarm testing): each family is
+    out in some programs, never all of them; 0, what shrinking goes toward,
+    leaves none out."""
+    mask = ch.integer(0, 2 ** len(FAMILIES) - 2)
+    return frozenset(name for i, (name, _) in enumerate(FAMILIES) if mask >> i & 1)
+
+
+def _weighted(ops: list[Op], t: Any, left_out: frozenset[str]) -> list[Op]:
+    """``ops`` without the families left out, each repeated in place by its
+    weight for ``t``.  Where that leaves none, or only autograd ops on a
+    tensor that does not require grad (they would all raise), the swarm
+    choice does not hold for this step: all of ``ops``."""
+    kept = [op for op in ops if _FAMILY[op.name] not in left_out]
+    if not kept or (all(_FAMILY[op.name] == "autograd" for op in kept)
+                    and not _safe(lambda: bool(t.requires_grad))):
+        kept = ops
+    weights = {op.name: op_weight(op, t) for op in kept}
+    # The ops the tensor's state favours first (in the vocabulary's order
+    # among equals): the simplest program on a tensor carrying state -- a
+    # suite item's first example, what a failure shrinks toward --
+    # exercises that state.  A plain tensor's order is the vocabulary's.
+    kept = sorted(kept, key=lambda op: -weights[op.name])
+    return [op for op in kept for _ in range(weights[op.name])]
+
+
+def exercised(steps: Sequence[Step], raised: Sequence[bool], inputs: Sequence[str]) -> int:
+    """How much of the state the conversion made a program exercised: one
+    for each step that ran, one more where it acts on autograd state or
+    runs in a grad mode, one more where it names a converted tensor."""
+    import re
+
+    score = 0
+    for step, failed in zip(steps, raised):
+        if failed:
+            continue
+        score += 1 + (step.op in _GRAD_STATE_OPS or step.context is not None)
+        words = set(re.findall(r"[A-Za-z_]\w*", step.statement))
+        score += any(n in words for n in inputs)
+    return score
+
+
 def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
                max_steps: int = MAX_STEPS) -> Program:
     """Draw a program over ``tensors`` (named ``inputs``), executing each
@@ -496,24 +611,29 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
     live = dict(zip(inputs, tensors))
     forbidden = example_inputs(tensors)
     steps: list[Step] = []
-    while len(steps) < max_steps and (not steps or ch.boolean()):
+    failed: list[bool] = []
+    left_out = swarm(ch)
+    while len(steps) < max_steps and (not steps or one_more_step(ch, steps)):
         name = ch.pick(list(live))
         t = live[name]
         may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
                         and not _any_storage_too_small(live.values()))
         ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
-        op = ch.pick(ops)
-        context = CONTEXTS[ch.integer(0, len(CONTEXTS) - 1)]
+        op = ch.pick(_weighted(ops, t, left_out))
+        contexts = contexts_for(t)
+        context = contexts[ch.integer(0, len(contexts) - 1)]
         text = op.make(ch, name, t, live)
         output = f"{OUTPUT_PREFIX}{len(steps)}" if op.binds else None
         statement = f"{output} = {text}" if output else text
         step = Step(op.name, statement, output, context)
         steps.append(step)
         raised = run_step(step, namespace)
+        failed.append(raised is not None)
         if output is not None and raised is None and isinstance(namespace.get(output),
                                                                  torch.Tensor):
             live[output] = namespace[output]
-    return Program(tuple(inputs), tuple(steps))
+    return Program(tuple(inputs), tuple(steps),
+                   exercised=exercised(steps, failed, inputs))
 
 
 # -- drivers ------------------------------------------------------------------------------
@@ -602,6 +722,10 @@ def _draw_program(draw: Any, recipe: Any, max_steps: int) -> Program:
     for step in program.steps:
         event(f"program op: {step.op}")
     event(f"program steps: {len(program)}")
+    try:
+        target(float(program.exercised), label="program: conversion state exercised")
+    except InvalidArgument:
+        pass  # a second program in one test case (a user's test drawing several)
     return program
 
 

@@ -13,7 +13,8 @@ enable_grad) on both sides in lockstep and, after every step, requires:
 * for every live tensor (the tensors under test and the tensors the program
   made, with what they reach), the fields the ``oracle`` and ``aliasing``
   checks compare -- their own code runs on the live tensors -- including,
-  for converters that carry real tensors, the carried tensors' values;
+  for converters that carry real tensors, the carried tensors' values; and
+  the ``retains_grad`` of non-leaves (the ``autograd`` check's reading);
 * the same ``_version`` bumps.
 
 Differences already present before the first step are the instantaneous
@@ -180,6 +181,22 @@ def compare_live(names: Sequence[str], real: Sequence[Any], other: Sequence[Any]
         # A crash here is an internal error of the behaviour check (run_checks
         # reports it with its traceback), not a difference.
         found += fn(conv)
+    return found + _retains_grad(conv)
+
+
+def _retains_grad(conv: Conversion) -> list[Mismatch]:
+    """``retains_grad`` of the non-leaves (the ``autograd`` check's reading):
+    a ``retain_grad()`` that does not take on a converted non-leaf shows at
+    once, not only where a later backward and a ``.grad`` read follow it."""
+    from ._util import related, safe
+
+    found = []
+    for path, r, o in related(conv, inner=False):
+        if safe(lambda: r.is_leaf) is False:
+            rr, orr = safe(lambda: r.retains_grad), safe(lambda: o.retains_grad)
+            if rr != orr:
+                found.append(Mismatch(check=CHECK, path=path, attribute="retains_grad",
+                                      real=rr, fake=orr))
     return found
 
 
