@@ -1,5 +1,6 @@
 """The behaviour-only converter faults of ``benchmarks/behaviour_faults.py``
-are what they claim: on each one's witness every static check passes and
+are what they claim: on each one's witness every static check passes (or meets only a known
+difference stock torch has too) and
 the ``behaviour`` check fails, as a conversion bug; and the suite, run on a
 fault's kind, passes with the static checks and fails with ``behaviour``.
 (How fast the default run finds each is ``benchmarks/first_failure.py
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_metafidelity.faithful import FAILED, PASSED
+from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -25,7 +26,8 @@ import behaviour_faults  # noqa: E402
 @pytest.mark.parametrize("name", list(behaviour_faults.FAULTS))
 def test_a_behaviour_fault_passes_every_static_check_and_fails_behaviour(name: str) -> None:
     static, behaviour = behaviour_faults.witness_outcomes(name)
-    assert static.status == PASSED, static.describe()
+    # (known: a difference stock torch has too, e.g. reconvert's memo)
+    assert static.status in (PASSED, KNOWN) and not static.mismatches, static.describe()
     assert behaviour.status == FAILED, behaviour.describe()
     assert not behaviour.known, behaviour.describe()
     assert all(m.check == "behaviour" and "a conversion bug" in m.detail
