@@ -12,8 +12,7 @@ invariant holds.
 ``autograd`` (creation_meta, non-leaves, grad_dtype, retains_grad),
 ``sparse`` (sparse structure), ``wrappers`` (functional, functorch,
 subclasses; inner tensors recursively), ``purity`` (no side effects),
-``behaviour`` (a program of views, in-place ops and autograd acts alike),
-``reconvert`` (converted again after an in-place change, the fake is current).
+``behaviour`` (a program of views, in-place ops and autograd acts alike).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 # Modules defining checks, in report order.
 CHECK_MODULES = (
     "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
-    "purity", "behaviour", "reconvert",
+    "purity", "behaviour",
 )
 
 
