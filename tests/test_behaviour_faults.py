@@ -26,7 +26,7 @@ import behaviour_faults  # noqa: E402
 @pytest.mark.parametrize("name", list(behaviour_faults.FAULTS))
 def test_a_behaviour_fault_passes_every_static_check_and_fails_behaviour(name: str) -> None:
     static, behaviour = behaviour_faults.witness_outcomes(name)
-    # (known: a difference stock torch has too, e.g. reconvert's memo)
+    # (known: only a difference stock torch has too)
     assert static.status in (PASSED, KNOWN) and not static.mismatches, static.describe()
     assert behaviour.status == FAILED, behaviour.describe()
     assert not behaviour.known, behaviour.describe()
