@@ -141,7 +141,8 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
                 watch.close()
         for watch in watches:
             if watch.fired:
-                pytest.fail(watch.failure(args, (pytester.path / "stderr").read_text()),
+                pytest.fail(watch.failure(args, (pytester.path / "stderr").read_text(),
+                                          (pytester.path / "stdout").read_text()),
                             pytrace=False)
         return result
 

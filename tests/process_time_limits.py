@@ -83,6 +83,49 @@ def stop_tree(process: subprocess.Popen) -> None:
     _signal(left, signal.SIGKILL)
 
 
+def _proc(pid: int, name: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes().replace(b"\0", b" ").decode(
+            errors="replace").strip()
+    except OSError:
+        return "?"
+
+
+def tree_snapshot(pid: int) -> str:
+    """One line per process of the tree: pid, parent, state, the kernel
+    function it sleeps in, its command line.  Taken before the stop: a
+    process that is not Python (a worker xdist is still starting) writes no
+    stack, and this is then all that says where it was."""
+    lines = []
+    for each in [pid, *reversed(descendants(pid))]:
+        stat = _proc(each, "stat").rsplit(")", 1)[-1].split()
+        state, parent = (stat[0], stat[1]) if len(stat) > 1 else ("?", "?")
+        lines.append(f"  pid {each} (parent {parent}) state {state} in "
+                     f"{_proc(each, 'wchan') or '-'}: {_proc(each, 'cmdline')[:300]}")
+    return "\n".join(lines)
+
+
+def fault_files(pid: int) -> str:
+    """What the suite's crash journals under the process's working directory
+    hold (faulthandler's reports of a worker that died, its last example):
+    a crash that came before the hang."""
+    try:
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return ""
+    found = []
+    # The journal's two homes: the cache, or the reproducers' directory.
+    for pattern in (".pytest_cache/**/metafidelity-journal/*", "*/.journal/*"):
+        for path in sorted(cwd.glob(pattern)):
+            try:
+                text = path.read_text(errors="replace")
+            except OSError:
+                continue
+            if text.strip():
+                found.append(f"--- {path.name}\n{text[-4000:]}")
+    return "\n".join(found)
+
+
 class ProcessWatch:
     """Stops ``process`` (:func:`stop_tree`) if it is still running after
     ``limit_s``; ``fired`` says whether it had to."""
@@ -91,6 +134,7 @@ class ProcessWatch:
         self.process = process
         self.limit_s = PROCESS_LIMIT_S if limit_s is None else limit_s
         self.fired = False
+        self.snapshot = ""  # the process tree and crash journals, when it fired
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="process-time-limit",
                                         daemon=True)
@@ -103,6 +147,8 @@ class ProcessWatch:
                 return
             if time.monotonic() >= deadline:
                 self.fired = True
+                self.snapshot = (f"its processes when stopped:\n{tree_snapshot(self.process.pid)}"
+                                 f"\n{fault_files(self.process.pid)}")
                 stop_tree(self.process)
                 return
 
@@ -110,9 +156,11 @@ class ProcessWatch:
         self._done.set()
         self._thread.join()
 
-    def failure(self, command: Any, stderr: str) -> str:
+    def failure(self, command: Any, stderr: str, stdout: str = "") -> str:
+        shown = f"its stdout, the end:\n{stdout[-6000:]}\n" if stdout else ""
         return (f"still running after {self.limit_s:.0f} s, so stopped (SIGABRT, then SIGKILL): "
-                f"{command}\nits stderr (each Python process's stacks as it was aborted):\n"
+                f"{command}\n{self.snapshot}\n{shown}"
+                f"its stderr (each Python process's stacks as it was aborted):\n"
                 + stderr[-20000:])
 
 

@@ -29,6 +29,12 @@ def test_a_hung_pytest_subprocess_fails_the_test_with_its_workers_stacks(
     # The xdist worker's stack, written by faulthandler as it was aborted.
     assert "Fatal Python error: Aborted" in message
     assert 'test_hangs.py", line 4 in test_sleeps' in message
+    # Where each process was as it was stopped: the controller and its worker,
+    # with what they ran, and the output so far.
+    tree = message.split("its processes when stopped:\n")[1].split("its stdout")[0]
+    assert len([line for line in tree.splitlines() if line.startswith("  pid ")]) >= 2
+    assert "-mpytest" in tree and "state " in tree
+    assert "its stdout, the end:" in message and "test session starts" in message
 
 
 def test_a_pytest_subprocess_that_ends_is_left_alone(pytester: pytest.Pytester) -> None:
@@ -57,6 +63,7 @@ def test_run_limited_stops_a_process_whose_child_holds_its_output(tmp_path: Path
     assert "still running after 3 s" in str(failed.value)
     assert 'File "<string>", line 4 in <module>' in str(failed.value)  # the parent's stack
     assert process_time_limits._gone(int(pid_file.read_text()))
+    assert f"pid {pid_file.read_text()} (parent " in str(failed.value)  # the grandchild's line
 
 
 def test_run_limited_returns_what_a_finished_process_printed() -> None:
@@ -79,3 +86,16 @@ def test_descendants_are_found_deepest_first(tmp_path: Path) -> None:
     finally:
         process_time_limits.stop_tree(process)
         process.wait()
+
+
+def test_a_stopped_runs_crash_journals_are_shown(tmp_path: Path) -> None:
+    """A worker that crashed before the run hung left faulthandler's report
+    in its journal: the failure shows it."""
+    journal = tmp_path / ".pytest_cache" / "d" / "metafidelity-journal"
+    journal.mkdir(parents=True)
+    (journal / "gw0.faults").write_text("Fatal Python error: Segmentation fault\n")
+    (journal / "gw1.faults").write_text("")  # nothing to show
+    with pytest.raises(AssertionError) as failed:
+        run_limited([sys.executable, "-c", SLEEPER], limit_s=2, cwd=tmp_path)
+    assert "--- gw0.faults\nFatal Python error: Segmentation fault" in str(failed.value)
+    assert "gw1.faults" not in str(failed.value)
