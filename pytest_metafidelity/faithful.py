@@ -39,7 +39,7 @@ import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from .checks import Conversion, InternalError, Mismatch, all_checks, run_checks
+from .checks import Conversion, InternalError, Mismatch, all_checks, default_checks, run_checks
 from .converters import CONVERTERS, Unsupported, available_converters, make_converter
 from . import torch_caches
 from .reproducer import checked_reproducer, recipe_for, reproducer_source
@@ -274,7 +274,7 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
     ``conversion`` -- it did not raise."""
     from .checks.wrappers import INNER_CHECKS
 
-    ran = set(checks or all_checks())
+    ran = set(checks or default_checks())
     if "wrappers" in ran:
         ran |= set(INNER_CHECKS)
     return ran | {"conversion"}

@@ -24,7 +24,8 @@ OPTIONS = (
     ("metafidelity_converters", "METAFIDELITY_CONVERTERS",
      "comma-separated converters to test (default: all)", "list"),
     ("metafidelity_checks", "METAFIDELITY_CHECKS",
-     "comma-separated checks to run (default: all)", "list"),
+     "comma-separated checks to run; 'default' stands for the default ones "
+     "(default: every check but the opt-in ones, e.g. 'default,reconvert' adds one)", "list"),
     ("metafidelity_devices", "METAFIDELITY_DEVICES",
      "comma-separated devices for real tensors: cpu, meta, cuda, cuda:N "
      "(default: cpu, meta and every visible GPU)", "list"),
@@ -214,7 +215,7 @@ def resolve(config: Any, *, registries: bool = True) -> SuiteOptions:
         warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         import torch  # noqa: F401
 
-    from .checks import all_checks
+    from .checks import all_checks, default_checks
     from .converters import CONVERTERS
     from .strategies.kinds import all_kinds, available_kinds
 
@@ -233,8 +234,12 @@ def resolve(config: Any, *, registries: bool = True) -> SuiteOptions:
     converters = _choose("metafidelity_converters",
                          _split(raw_value(config, "metafidelity_converters")),
                          list(CONVERTERS), available_converters)
-    checks = _choose("metafidelity_checks", _split(raw_value(config, "metafidelity_checks")),
-                     list(all_checks()), list(all_checks()))
+    given = _split(raw_value(config, "metafidelity_checks"))
+    # "default" stands for the checks run when none are named; an opt-in
+    # check is added by name after it.
+    given = [c for g in given for c in (default_checks() if g == "default" else [g])]
+    checks = _choose("metafidelity_checks", list(dict.fromkeys(given)),
+                     [*all_checks(), "default"], default_checks())
     devices, skipped_devices = _devices(_split(raw_value(config, "metafidelity_devices")))
     return dataclasses.replace(opts, kinds=kinds, converters=converters, checks=checks,
                                devices=devices, skipped_devices=skipped_devices)

@@ -18,7 +18,7 @@ from pytest_metafidelity.converters import CONVERTERS, ConverterSpec, make_conve
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED, check_faithful
 
 CHECK_NAMES = ["metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse",
-               "wrappers", "purity", "behaviour"]
+               "wrappers", "purity", "behaviour", "reconvert"]
 
 
 def test_every_check_is_registered_with_a_stable_name_and_summary() -> None:
@@ -899,6 +899,12 @@ def test_each_check_passes_on_correct_conversions(check: str) -> None:
     view = base[1:].t()
     for converter in CONVERTERS:
         outcome = run(check, view, base, converter=converter)
+        if check == "reconvert" and outcome.known:
+            # torch's memo hands back the fake made before the change, on
+            # every converter: by design, and nothing else may differ
+            assert outcome.status == KNOWN, outcome.describe()
+            assert {e for e, _ in outcome.known} == {"reconvert-memo-keyed-by-identity"}
+            continue
         assert outcome.status == PASSED, outcome.describe()
 
 

@@ -400,7 +400,7 @@ def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence
             dst.copy_(src)
 
 
-def _rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
+def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
     """Copies of the user's tensors (the real side), or None when the recipe
     does not rebuild them faithfully."""
     try:
@@ -475,7 +475,7 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     if len(names) != len(conv.real):
         return []
     recipe = recipe_for(conv.real)
-    copies = _rebuild(recipe, conv.real, recipe.outputs)
+    copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return []
     with _own_conversion(conv) as (converter, fakes):
@@ -703,7 +703,7 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
         with _quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
                                                                  False)))
-        copies = _rebuild(recipe, conv.real, recipe.outputs)
+        copies = rebuild(recipe, conv.real, recipe.outputs)
     except Exception:
         return None
     if copies is None:

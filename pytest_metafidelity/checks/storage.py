@@ -18,7 +18,7 @@ from . import Conversion, Mismatch, check
 from ._util import UNKNOWN, carried_real, hint, is_symbolic, related, safe
 
 
-def _nbytes(t: Any) -> Any:
+def storage_nbytes(t: Any) -> Any:
     """The storage's size in bytes (int or SymInt), or None without one."""
     import torch
 
@@ -55,13 +55,13 @@ def storage_check(conv: Conversion) -> list[Mismatch]:
     found: list[Mismatch] = []
     carries_real = bool(getattr(conv.converter, "carries_real", False))
     for path, real, fake in related(conv, inner=False):
-        real_n = _nbytes(real)
-        found += compare_nbytes(path, real_n, _nbytes(fake))
+        real_n = storage_nbytes(real)
+        found += compare_nbytes(path, real_n, storage_nbytes(fake))
         # (A C++ functional fake carries on its inner tensor, whose storage
         # is not the functional storage compared above.)
         functional = safe(lambda: torch._is_functional_tensor(fake), False)
         carried = carried_real(fake) if carries_real and not functional else None
         if carried is not None:
-            found += compare_nbytes(f"{path}.real_tensor", real_n, _nbytes(carried),
+            found += compare_nbytes(f"{path}.real_tensor", real_n, storage_nbytes(carried),
                                     "the real tensor the fake carries")
     return found

@@ -266,7 +266,7 @@ def _run_example(
     run: SuiteRun | None, item: SuiteItem, data: Any, nodeid: str,
     opts: "SuiteOptions | None", devices: list[str] | None
 ) -> None:
-    from ..checks import all_checks
+    from ..checks import default_checks
     from ..faithful import FidelityError, check_faithful
     from ..reproducer import reproducer_source
 
@@ -275,7 +275,7 @@ def _run_example(
         journal.reported()  # the previous example's failure, if any
     recipe, order = draw_case(data, item.kind, devices)
     program = draw_program(data, recipe, opts)
-    checks = list(opts.checks) if opts and opts.checks != tuple(all_checks()) else None
+    checks = list(opts.checks) if opts and opts.checks != tuple(default_checks()) else None
     if journal is not None:
         journal.begin(JournalEntry(
             RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
