@@ -25,16 +25,17 @@ from collections import Counter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_metafidelity.checks import all_checks
+from pytest_metafidelity.checks import default_checks
 from pytest_metafidelity.checks.reconvert import CHANGES
 from pytest_metafidelity.converters import available_converters
 from pytest_metafidelity.faithful import check_faithful
 from pytest_metafidelity.strategies import recipes
-from pytest_metafidelity.strategies.programs import KINDS, programs
+from pytest_metafidelity.strategies.kinds import program_kinds
+from pytest_metafidelity.strategies.programs import programs
 
 
 def measure(kind: str, converter: str, examples: int, tally: Counter, seconds: Counter) -> None:
-    others = [name for name in all_checks() if name != "reconvert"]
+    others = default_checks()
 
     @settings(max_examples=examples, database=None, deadline=None, phases=["generate"],
               suppress_health_check=list(HealthCheck))
@@ -71,7 +72,7 @@ def main() -> None:
     tally: Counter = Counter()
     seconds: Counter = Counter()
     for converter in converters:
-        for kind in KINDS:
+        for kind in program_kinds():
             measure(kind, converter, examples, tally, seconds)
     n = max(tally["examples"], 1)
     other, floor = seconds["other checks"] / n * 1e3, seconds["floor"] / n * 1e3
