@@ -381,14 +381,14 @@ def witness_outcomes(name: str) -> tuple[Any, Any]:
     """The fault's witness under the fault: (outcome of every check but
     ``behaviour``, outcome of ``behaviour`` running the witness program)."""
     from pytest_metafidelity import check_faithful
-    from pytest_metafidelity.checks import all_checks
+    from pytest_metafidelity.checks import default_checks
     from pytest_metafidelity.strategies import Recipe
 
     lines, outputs, program, converter = FAULTS[name].witness
     uninstall = install(name)
     try:
         tensors = Recipe(lines, outputs).build()
-        static = [c for c in all_checks() if c != "behaviour"]
+        static = [c for c in default_checks() if c != "behaviour"]
         return (check_faithful(*tensors, converters=[converter], checks=static).outcomes[0],
                 check_faithful(*tensors, converters=[converter], checks=["behaviour"],
                                program=program).outcomes[0])

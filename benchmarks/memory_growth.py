@@ -20,7 +20,7 @@ import tempfile
 import time
 import warnings
 
-from pytest_metafidelity.checks import all_checks
+from pytest_metafidelity.checks import default_checks
 from pytest_metafidelity.options import PROFILES, SuiteOptions
 from pytest_metafidelity.strategies import available_kinds
 from pytest_metafidelity.suite.journal import Journal
@@ -37,7 +37,7 @@ def main() -> None:
     target = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     converters = (sys.argv[2] if len(sys.argv) > 2 else "meta,fake,fake-dynamic").split(",")
     opts = SuiteOptions(kinds=tuple(available_kinds()), converters=tuple(converters),
-                        checks=tuple(all_checks()), devices=("cpu",), profile=PROFILES["ci"],
+                        checks=tuple(default_checks()), devices=("cpu",), profile=PROFILES["ci"],
                         examples=10, budget=None, strict=False, report=None,
                         reproducers=tempfile.mkdtemp())
     run = SuiteRun(opts, journal=Journal(tempfile.mkdtemp(), "bench", timeout=300.0))

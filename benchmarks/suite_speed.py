@@ -49,8 +49,9 @@ faithful._judge = lambda name, mismatches, conversion, ran, strict: faithful.Out
     name, faithful.PASSED, mismatches)
 purity.capture = lambda names, tensors: None
 '''
-LIST_CHECKS = ("import json; from pytest_metafidelity.checks import all_checks; "
-               "print(json.dumps(list(all_checks())))")
+# The checks a checkout runs by default (a checkout older than opt-in checks: all).
+LIST_CHECKS = ("import json; from pytest_metafidelity import checks; "
+               "print(json.dumps(list(getattr(checks, 'default_checks', checks.all_checks)())))")
 
 
 def env_for(root: Path) -> dict[str, str]:

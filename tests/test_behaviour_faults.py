@@ -1,6 +1,5 @@
 """The behaviour-only converter faults of ``benchmarks/behaviour_faults.py``
-are what they claim: on each one's witness every static check passes (or meets only a known
-difference stock torch has too) and
+are what they claim: on each one's witness every static check passes and
 the ``behaviour`` check fails, as a conversion bug; and the suite, run on a
 fault's kind, passes with the static checks and fails with ``behaviour``.
 (How fast the default run finds each is ``benchmarks/first_failure.py
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
+from pytest_metafidelity.faithful import FAILED, PASSED
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -26,8 +25,7 @@ import behaviour_faults  # noqa: E402
 @pytest.mark.parametrize("name", list(behaviour_faults.FAULTS))
 def test_a_behaviour_fault_passes_every_static_check_and_fails_behaviour(name: str) -> None:
     static, behaviour = behaviour_faults.witness_outcomes(name)
-    # (known: only a difference stock torch has too)
-    assert static.status in (PASSED, KNOWN) and not static.mismatches, static.describe()
+    assert static.status == PASSED, static.describe()
     assert behaviour.status == FAILED, behaviour.describe()
     assert not behaviour.known, behaviour.describe()
     assert all(m.check == "behaviour" and "a conversion bug" in m.detail
@@ -57,7 +55,7 @@ from behaviour_faults import *  # noqa
 
 def test_the_suite_sees_a_behaviour_fault_only_with_the_behaviour_check(
         pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_metafidelity.checks import all_checks
+    from pytest_metafidelity.checks import default_checks
 
     pytester.makepyfile(fault_plugin=PLUGIN)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path), prepend=":")
@@ -66,7 +64,7 @@ def test_the_suite_sees_a_behaviour_fault_only_with_the_behaviour_check(
              "--metafidelity-converters=fake", "--metafidelity-examples=20",
              "--hypothesis-seed=0", "-p", "no:cacheprovider",
              "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-    static = ",".join(c for c in all_checks() if c != "behaviour")
+    static = ",".join(c for c in default_checks() if c != "behaviour")
     pytester.runpytest_subprocess(*suite, f"--metafidelity-checks={static}").assert_outcomes(
         passed=1)
     result = pytester.runpytest_subprocess(*suite, "--metafidelity-checks=behaviour")
