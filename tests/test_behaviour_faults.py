@@ -10,9 +10,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from typing import Any
+
 import pytest
 
-from pytest_metafidelity.faithful import FAILED, PASSED
+from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -30,6 +32,55 @@ def test_a_behaviour_fault_passes_every_static_check_and_fails_behaviour(name: s
     assert not behaviour.known, behaviour.describe()
     assert all(m.check == "behaviour" and "a conversion bug" in m.detail
                for m in behaviour.mismatches), behaviour.describe()
+
+
+STORAGE_LARGER_THAN_TENSOR = (
+    "t0 = torch.empty(0).set_(torch.arange(4.).untyped_storage(), 1, (), ())",
+    "t0.requires_grad_()")
+
+
+def _leaf_on_a_larger_storage(program: str, fault: str | None) -> Any:
+    """The behaviour outcome, through fake-real, of a 0-dim leaf on a
+    4-element storage (the fake's storage is sized to the tensor: the known
+    difference storage-sized-to-tensors, present before the first step)."""
+    from pytest_metafidelity.faithful import check_faithful
+    from pytest_metafidelity.strategies import Recipe
+
+    uninstall = behaviour_faults.install(fault) if fault else (lambda: None)
+    try:
+        (t,) = Recipe(STORAGE_LARGER_THAN_TENSOR, ("t0",)).build()
+        return check_faithful(t, converters=["fake-real"], checks=["behaviour"],
+                              program=program).outcomes[0]
+    finally:
+        uninstall()
+
+
+def test_a_storage_size_difference_explains_no_difference_of_a_step_that_does_not_use_it(
+        ) -> None:
+    # The fault doubles the fake's gradient: before, the storage's size
+    # (known at the start) "explained" it and the fault hid as known.
+    outcome = _leaf_on_a_larger_storage("t0.sum().abs().backward()", "leaf-grad-doubled")
+    assert outcome.status == FAILED and not outcome.known, outcome.describe()
+    assert [(m.path, m.attribute) for m in outcome.mismatches] == [
+        ("t0.grad.real_tensor", "values")]
+    # Stock torch: nothing differs.
+    assert _leaf_on_a_larger_storage("t0.sum().abs().backward()", None).status == PASSED
+
+
+def test_a_storage_size_difference_still_explains_a_step_that_depends_on_the_storage() -> None:
+    # as_strided_ into the rest of the real storage: in bounds on the real
+    # side only (the functional converter's storage does not grow), which
+    # the storage's size explains.
+    from pytest_metafidelity.faithful import check_faithful
+    from pytest_metafidelity.strategies import Recipe
+
+    (t,) = Recipe(("t0 = torch.arange(8.)",
+                   "t1 = torch.empty(0).set_(t0.untyped_storage(), 2, (2,), (1,))"),
+                  ("t1",)).build()
+    outcome = check_faithful(t, converters=["functional"], checks=["behaviour"],
+                             program="t1.as_strided_((1,), (1,), 6)").outcomes[0]
+    assert outcome.status == KNOWN, outcome.describe()
+    assert [i for i, _ in outcome.known] == ["behaviour-follows-known-difference"]
 
 
 def test_a_fault_is_taken_off_again() -> None:

@@ -19,7 +19,12 @@ enable_grad) on both sides in lockstep and, after every step, requires:
 
 Differences already present before the first step are the instantaneous
 checks' business (and the known differences'): only the differences a step
-introduces count.  The real side runs on a copy rebuilt from the tensors'
+introduces count.  A step on tensors that a known difference already
+separates, and that then differs, follows from it
+(``behaviour-follows-known-difference``) -- except where that difference is
+only a storage's size and the step does not depend on the storage's extent
+(no ``as_strided``, ``set_``, ``resize_`` or storage access): a backward's
+gradient or a view's shape cannot follow from it.  The real side runs on a copy rebuilt from the tensors'
 recipe (their storages' bytes copied over), so neither side may change the
 user's tensors: after the program they must be exactly as before (values,
 version, metadata; the ``purity`` reading).
@@ -226,6 +231,9 @@ class Lockstep:
     known_sharing: bool = False
     # The order the tensors were converted in (known-difference predicates read it).
     order: tuple[int, ...] | None = None
+    # Ids of the known differences at the start that are only a storage's
+    # size (``known_at_start``).
+    storage_size_only: set[str] = dataclasses.field(default_factory=set)
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
@@ -279,6 +287,12 @@ class Lockstep:
                 pass
         t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
         known: dict[str, set[str]] = {}
+        # The differences that are only a storage's size: a later step shows
+        # them only where it depends on the storage's extent.
+        attributes: dict[str, set[str]] = {}
+        for entry_id, m in (t.explained if t is not None else []):
+            attributes.setdefault(entry_id, set()).add(m.attribute)
+        self.storage_size_only = {i for i, a in attributes.items() if a <= STORAGE_SIZE}
         for entry_id, m in (t.explained if t is not None else []):
             known.setdefault(m.path.split(".")[0], set()).add(entry_id)
             if m.attribute == "version counter sharing":
@@ -518,8 +532,11 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
     for k, step in enumerate(program.steps):
         differs = run.step(step)
         ids = set().union(*(known[n] for n in _names_in(step, known)))
-        if differs and ids:
-            found = _follows_known(conv, program, k, differs, sorted(ids))
+        # (a storage's size explains no step that does not depend on it: a
+        # backward's .grad values, a view's shape)
+        explaining = ids if _depends_on_storage(step) else ids - run.storage_size_only
+        if differs and explaining:
+            found = _follows_known(conv, program, k, differs, sorted(explaining))
             break
         if differs:
             found = _classify(conv, recipe, names, program, k, differs, run.real.namespace)
@@ -536,6 +553,17 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
                    "converted tensors",
             step=len(program.steps) - 1))
     return found
+
+
+# The storage check's readings of a storage's size.
+STORAGE_SIZE = frozenset({"untyped_storage().nbytes()", "untyped_storage().nbytes() == 0"})
+# What a step's outcome may depend on a storage's extent through: strides
+# checked against it, a storage set or resized, the storage read directly.
+_STORAGE_DEPENDENT = ("as_strided", "set_", "resize_", "storage")
+
+
+def _depends_on_storage(step: Any) -> bool:
+    return any(word in step.source for word in _STORAGE_DEPENDENT)
 
 
 def _names_in(step: Any, names: Any) -> list[str]:
