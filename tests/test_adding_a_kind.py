@@ -198,9 +198,15 @@ def test_the_suite_runs_a_kind_defined_in_a_conftest(pytester: pytest.Pytester) 
     assert result.ret == 0, out[-3000:]
     result.stdout.fnmatch_lines(["*PASSED*test_fidelity?toy_runs_programs-fake?*",
                                  "*PASSED*test_fidelity?toy_no_programs-fake?*"])
-    for name in TOYS:  # the table's row: every example passed
-        row = re.search(rf"^{name} +fake +(\d+) +0 +0 +0 +0 +0 +0 +0 +(\d+)$", out, flags=re.M)
-        assert row is not None and row.group(1) == row.group(2) != "0", name
+    # The table's row: every example passed or met a known difference (a
+    # program on the toy's tensors may meet one stock torch has: under CI's
+    # derandomized profile, 1 of toy_runs_programs' 5), never a failure.
+    for name in TOYS:
+        row = re.search(rf"^{name} +fake +(\d+) +0 +0 +(\d+) +0 +0 +0 +0 +(\d+)$", out,
+                        flags=re.M)
+        assert row is not None, name
+        passed, known, examples = map(int, row.groups())
+        assert passed + known == examples > 0 and passed > 0, name
     # The behaviour check ran programs on every example of the kind that
     # declares them (Hypothesis' events), and none on the other.
     statistics = out.split("Hypothesis Statistics", 1)[1]
