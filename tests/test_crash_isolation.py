@@ -169,8 +169,11 @@ def test_a_crash_is_replayed_first_by_the_next_run(crashy: pytest.Pytester) -> N
 def test_in_process_crash_is_reported_by_the_next_run(crashy: pytest.Pytester) -> None:
     args = ["--metafidelity", "--metafidelity-kinds=view", "--metafidelity-examples=40",
             "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider", "-n", "0"]
-    died = crashy.runpytest_subprocess(*args, "--metafidelity-converters=segfaulting")
-    assert died.ret == -signal.SIGSEGV  # -n 0: nothing isolates the suite
+    # Up to 200 examples: the run dies at the first offset view (CI once drew
+    # none in 40); without a crash every example would run.
+    died = crashy.runpytest_subprocess(*args, "--metafidelity-converters=segfaulting",
+                                       "--metafidelity-examples=200")
+    assert died.ret == -signal.SIGSEGV, died.stdout.str()  # -n 0: nothing isolates the suite
     report = crashy.path / "report.json"
     after = crashy.runpytest_subprocess(*args, "--metafidelity-converters=meta",
                                         f"--metafidelity-report={report}")
