@@ -24,8 +24,8 @@ separates, and that then differs, follows from it
 (``behaviour-follows-known-difference``) -- except where that difference is
 only a storage's size and the step does not depend on the storage's extent
 (no ``as_strided``, ``set_``, ``resize_`` or storage access): a backward's
-gradient or a view's shape cannot follow from it.  The real side runs on a copy rebuilt from the tensors'
-recipe (their storages' bytes copied over), so neither side may change the
+gradient or a view's shape cannot follow from it.  The real side runs on a
+copy rebuilt from the tensors' recipe (their storages' bytes copied over), so neither side may change the
 user's tensors: after the program they must be exactly as before (values,
 version, metadata; the ``purity`` reading).
 
@@ -287,13 +287,9 @@ class Lockstep:
                 pass
         t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
         known: dict[str, set[str]] = {}
-        # The differences that are only a storage's size: a later step shows
-        # them only where it depends on the storage's extent.
-        attributes: dict[str, set[str]] = {}
+        attributes: dict[str, set[str]] = {}  # entry id -> what it explained
         for entry_id, m in (t.explained if t is not None else []):
             attributes.setdefault(entry_id, set()).add(m.attribute)
-        self.storage_size_only = {i for i, a in attributes.items() if a <= STORAGE_SIZE}
-        for entry_id, m in (t.explained if t is not None else []):
             known.setdefault(m.path.split(".")[0], set()).add(entry_id)
             if m.attribute == "version counter sharing":
                 # (the aliasing check names one tensor: all whose counter differs)
@@ -316,6 +312,9 @@ class Lockstep:
             for u in (self.real.namespace.get(n), *_bases(self.real.namespace.get(n))):
                 if u is not None and id(u) in by_object:
                     known.setdefault(n, set()).update(by_object[id(u)])
+        # The differences that are only a storage's size: a later step shows
+        # them only where it depends on the storage's extent.
+        self.storage_size_only = {i for i, a in attributes.items() if a <= STORAGE_SIZE}
         return known
 
     def step(self, step: Any) -> list[Mismatch]:
