@@ -10,11 +10,15 @@ EXAMPLES_PER_KIND (default 40) recipes and programs with Hypothesis
 (derandomized: the same figures every run on the same torch), reads the
 operators each step calls from its source, and prints:
 
-* view ops and in-place ops drawn, out of those that apply to strided CPU
-  tensors, against the goal of 80%;
+* how many of the view ops and in-place ops that apply to strided CPU tensors
+  the programs' vocabulary holds (steps written by hand, and steps built from
+  the schemas: ``strategies/aten_steps.py``), against the goal of 80%;
+* view ops and in-place ops drawn in this sample, out of those that apply to
+  strided CPU tensors;
 * the autograd and storage surface (backward, hooks, ``.grad =``, storage
   resize, ``set_`` variants, ...) drawn or not;
-* every applicable op not drawn, and every op that does not apply with its reason.
+* every applicable op not drawn: in the vocabulary but not drawn this time, or
+  not in it, with why; and every op that does not apply, with its reason.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from hypothesis import strategies as st
 
 from pytest_metafidelity.strategies import recipes
 from pytest_metafidelity.strategies.aten_vocabulary import operators_in, vocabulary
+from pytest_metafidelity.strategies.aten_steps import aten_steps
 from pytest_metafidelity.strategies.kinds import program_kinds
-from pytest_metafidelity.strategies.programs import Step, programs
+from pytest_metafidelity.strategies.programs import ATEN_ODDS, OP_NAMES, Step, programs
 
 GOAL = 0.8
 
@@ -108,6 +113,15 @@ def main() -> None:
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     warnings.simplefilter("ignore")
     ops = vocabulary()
+    steps, not_drawn = aten_steps()
+    drawable = set(OP_NAMES) | {step.name for step in steps}
+    applicable = [op for op in ops if op.applies]
+    can = sum(1 for op in applicable if op.name in drawable)
+    share = can / max(len(applicable), 1)
+    print(f"the programs' vocabulary: {can} of the {len(applicable)} ops that apply to strided "
+          f"CPU tensors ({share:.0%}; goal {GOAL:.0%}: {'met' if share >= GOAL else 'not met'}): "
+          f"{len(OP_NAMES)} steps written by hand, the others built from their schemas "
+          "(strategies/aten_steps.py)")
     drawn, surface, n_programs, n_steps = draw(examples)
     print(f"torch {torch.__version__}: aten vocabulary from {len(ops)} op names; "
           f"{n_programs} programs ({examples} per kind over {len(program_kinds())} kinds), {n_steps} steps")
@@ -122,8 +136,8 @@ def main() -> None:
               f"to strided CPU tensors ({len(reached) / max(len(applicable), 1):.0%}); "
               f"{len(members) - len(applicable)} more do not apply")
     share = together[0] / max(together[1], 1)
-    print(f"  together      drawn {together[0]:>3} of {together[1]:>3} ({share:.0%}); "
-          f"goal {GOAL:.0%}: {'met' if share >= GOAL else 'not met'}")
+    print(f"  together      drawn {together[0]:>3} of {together[1]:>3} ({share:.0%}) in this "
+          f"sample (one step in {ATEN_ODDS} at most is drawn from the schema-built steps)")
     print(f"autograd and storage surface: {sum(1 for k in SURFACE if surface[k])} of {len(SURFACE)} "
           "drawn (steps that draw it)")
     for label in SURFACE:
@@ -131,9 +145,13 @@ def main() -> None:
     for group in ("view", "in-place"):
         missing = [op.name for op in ops if op.group == group and op.applies
                    and op.name not in drawn]
-        print(f"{group} ops that apply and are never drawn (not in the programs' vocabulary), "
-              f"{len(missing)}:")
-        print("  " + ", ".join(missing))
+        unbuilt = [name for name in missing if name not in drawable]
+        unlucky = [name for name in missing if name in drawable]
+        print(f"{group} ops that apply and were not drawn in these programs, {len(missing)}:")
+        print(f"  in the vocabulary, not drawn this time ({len(unlucky)}): " + ", ".join(unlucky))
+        print(f"  not in the vocabulary ({len(unbuilt)}):")
+        for name in unbuilt:
+            print(f"    {name}: {not_drawn.get(name, 'no step for it')}")
     print("ops that do not apply to strided CPU tensors:")
     for op in ops:
         if not op.applies:

@@ -32,6 +32,14 @@ against the tracked real state does that; it shrinks toward fewer steps
 (the loop's "one more step?" shrinks to no) and simpler ones (the op
 vocabulary is ordered simplest first, no context before any context).
 
+The vocabulary has two parts.  The steps written here reach the state a
+conversion rebuilt (views and their bases, autograd links, grad modes,
+storages), and most steps come from them.  One step in :data:`ATEN_ODDS` at
+most (one in :data:`ATEN_ODDS_GRAD` on a tensor that requires grad) comes
+from the rest of aten's view and in-place ops
+(:mod:`.aten_steps`: each called with arguments built from its schema), so
+that an operator torch adds is drawn without a line here.
+
 Two drivers draw from the same vocabulary: :func:`programs` (a Hypothesis
 strategy) and :func:`seeded_programs` (a seeded ``random.Random``, for
 ``assert_faithful(..., programs=N)`` outside Hypothesis).
@@ -40,6 +48,7 @@ strategy) and :func:`seeded_programs` (a seeded ``random.Random``, for
 from __future__ import annotations
 
 import dataclasses
+import functools
 import random
 import textwrap
 from typing import Any, Callable, Sequence
@@ -48,6 +57,7 @@ from hypothesis import event, target
 from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
 
+from .aten_steps import aten_steps
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
 from .storage_bounds import storage_too_small
@@ -400,6 +410,21 @@ AUTOGRAD_OPS = (
 # Simplest first (shrinking goes toward index 0).
 OPS = VIEW_OPS + INPLACE_OPS + AUTOGRAD_OPS
 OP_NAMES = tuple(op.name for op in OPS)
+# One step in ATEN_ODDS is drawn from the rest of aten's views and in-place
+# ops (:mod:`.aten_steps`, built from their schemas), where one applies; the
+# others from the vocabulary above, whose steps reach the state a conversion
+# made (autograd links, grad modes, storage) more often than an arbitrary
+# operator's.  On a tensor that requires grad, one in ATEN_ODDS_GRAD: its
+# steps go to walking the graph.  Shrinking goes toward the vocabulary above.
+ATEN_ODDS = 4
+ATEN_ODDS_GRAD = 16
+
+
+@functools.cache
+def aten_ops() -> tuple[Op, ...]:
+    """aten's view and in-place ops not in the vocabulary above, as steps."""
+    steps, _ = aten_steps()
+    return tuple(Op(s.name, s.binds, s.applies, s.make) for s in steps if s.name not in OP_NAMES)
 
 
 def _grad_fn(t: Any) -> Any:
@@ -618,8 +643,13 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
         t = live[name]
         may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
                         and not _any_storage_too_small(live.values()))
-        ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
-        op = ch.pick(_weighted(ops, t, left_out))
+        aten = [op for op in aten_ops() if _safe(lambda: op.applies(t))]
+        odds = ATEN_ODDS_GRAD if _safe(lambda: bool(t.requires_grad)) else ATEN_ODDS
+        if aten and ch.integer(0, odds - 1) == odds - 1:
+            op = ch.pick(aten)
+        else:
+            ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
+            op = ch.pick(_weighted(ops, t, left_out))
         contexts = contexts_for(t)
         context = contexts[ch.integer(0, len(contexts) - 1)]
         text = op.make(ch, name, t, live)

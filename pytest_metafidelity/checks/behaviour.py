@@ -679,9 +679,10 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
     if control is None or not {_key(m) for m in differs} <= control:
         for m, (numel, shape) in zip(differs, numels):
             # (attribute, real, fake, elements and shape of the real tensor,
-            # path): what the behaviour entries of the known-difference registry read
+            # path, the step's source): what the behaviour entries of the
+            # known-difference registry read
             _record(conv, "behaviour_differences",
-                    (m.attribute, str(m.real), str(m.fake), numel, shape, m.path))
+                    (m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
             if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
                 _record(conv, "behaviour_uncopied_reads", m.path)
         how = ("the control (the same tensors made directly under the mode, not converted) "

@@ -26,6 +26,7 @@ tensors, which the project's tests run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from typing import Any, Callable, Iterable, Sequence
 
@@ -65,6 +66,9 @@ class OpDifference:
     # the same broken rule in their own words): it is also judged where no
     # control can be built.
     errors_decide: bool = False
+    # Optional: holds for the step's source (what a regular expression
+    # cannot say, such as which kernels its operators have).
+    statement_applies: Callable[[str], bool] | None = None
 
     def active(self, converter: str, version: Any = None) -> bool:
         from . import version_in_range
@@ -83,6 +87,8 @@ class OpDifference:
         if re.fullmatch(self.attribute, mismatch.attribute) is None:
             return False
         try:
+            if self.statement_applies is not None and not self.statement_applies(statement):
+                return False
             if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
                 return False
             if self.applies_to_shape is not None and not self.applies_to_shape(mismatch,
@@ -102,6 +108,10 @@ def _raised(pattern: str, side: str = "fake") -> Callable[[Any, Sequence[Any]], 
         return m.attribute != "raised" or re.search(pattern, str(getattr(m, side))) is not None
     return applies
 
+
+# A step calling an in-place op: as a method (``t.add_(1)``) or as an overload
+# (``torch.ops.aten.silu_.default(t)``).
+IN_PLACE_CALL = r"\.\w+_(\.\w+)?\("
 
 # Operator differences show on fake tensors, whichever way they were made.
 FAKE_TENSOR_CONVERTERS = where(fake_tensors=True)
@@ -171,10 +181,33 @@ ZERO_ELEMENT_VIEW_REPRODUCER = (
     "    assert z.reshape((0,)).storage_offset() == 0  # eager: 1\n"
 )
 
+# Eager checks that meta kernels and fake impls do not make: the op, and
+# eager's error (a regular expression).
+ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
+    "embedding_renorm_": r"Expected 2-dimensional tensor, but got \d+-dimensional",
+    "bernoulli_": r"Expected p_in >= 0 && p_in <= 1",
+    "index_put_": r"shape mismatch: value tensor of shape",
+    "index_reduce_": (r"Expected reduce to be one of|Index is supposed to be a vector|"
+                      r"Number of indices \(\d+\) should be equal to source"),
+    "_reshape_alias": (r"numel: integer multiplication overflow|dimensionality of sizes \(\d+\) "
+                       r"must match dimensionality of strides"),
+    "random_": r"random_ expects 'from' to be less than 'to'",
+    "index_fill_": r"index \d+ is out of bounds for dimension",
+    "ldexp_": r"ldexp can't be cast to the desired output type",
+    "addr_": r"2D tensor expected, got \d+D tensor for input",
+    "put_": r"Expected source and index to have the same number of elements",
+    "scatter_": r"index \d+ is out of bounds for dimension",
+}
+
+# How eager's kernels and the meta implementations word a rule on the number
+# of dimensions of a matrix op's arguments.
+MATRIX_SHAPE_RULE = (r"must be a (matrix|vector)|\b\dD\b|\d-D|expected \d+D|Expected \d+-D|"
+                     r"matrix @ vector expected|dimensional")
+
 OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
         id="fake-view-replay-after-metadata-op",
-        statement=r"\.\w+_\(",
+        statement=IN_PLACE_CALL,
         attribute="raised",
         applies=_raised("^IndexError: Dimension out of range"),
         converters=FAKE_TENSOR_CONVERTERS,
@@ -241,7 +274,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="fake-in-place-op-on-inference-view",
-        statement=r"\.\w+_\(",
+        statement=IN_PLACE_CALL,
         attribute="raised",
         applies=_raised("Inplace update to inference tensor outside InferenceMode", side="real"),
         converters=FAKE_TENSOR_CONVERTERS,
@@ -303,7 +336,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="unchecked-internal-overlap",
-        statement=r"\.\w+_\(",
+        statement=IN_PLACE_CALL,
         attribute="raised",
         applies=_raised("refers? to a single memory location", side="real"),
         reason=(
@@ -364,7 +397,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="fake-in-place-op-breaks-view-autograd",
-        statement=r"\.\w+_\(",
+        statement=IN_PLACE_CALL,
         attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
@@ -426,11 +459,16 @@ OP_DIFFERENCES: list[OpDifference] = [
         attribute="raised",
         applies=lambda m, same_path: (
             m.attribute != "raised"
-            or re.search(r"not implemented for '\w+'", str(m.real)) is not None),
+            or re.search(r"not implemented for '\w+'|is not supported for complex"
+                         r"|not intended to support complex|is not yet implemented for complex",
+                         str(m.real)) is not None),
         errors_decide=True,
         reason=(
             "eager CPU kernels are not implemented for some dtypes (float8, bits, sub-byte "
-            "integers, unsigned integers, complex32: 'not implemented for ...'), their meta "
+            "integers, unsigned integers, complex32: 'not implemented for ...'; ceil_, floor_, "
+            "clamp_, sign_, heaviside_ and the like for complex: 'is not supported for complex "
+            "...'), "
+            "their meta "
             "kernels and fake impls only compute metadata and do not refuse them"
         ),
         link=BY_DESIGN,
@@ -441,6 +479,13 @@ OP_DIFFERENCES: list[OpDifference] = [
             "except NotImplementedError as e:\n"
             "    assert 'not implemented for' in str(e)\n"
             "torch.zeros(2, dtype=torch.uint32, device='meta').add_(1)\n"
+            "try:\n"
+            "    torch.zeros(2, dtype=torch.complex64).ceil_()\n"
+            "except NotImplementedError as e:\n"
+            "    assert 'is not supported for complex' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real ceil_ of complex ran')\n"
+            "torch.zeros(2, dtype=torch.complex64, device='meta').ceil_()\n"
         ),
     ),
     OpDifference(
@@ -519,12 +564,12 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="degenerate-strides",
-        statement=r"\.(view|reshape|set_)\(|backward\(",
+        statement=r".",
         attribute=r"stride\(\)",
         applies_to_shape=lambda m, shape: only_degenerate_strides(m.real, m.fake, shape),
         reason=(
             "strides of dimensions that do not move through memory (a tensor with no elements, "
-            "dimensions of size 1) are computed differently: FakeTensorMode's view/reshape and "
+            "dimensions of size 1) are computed differently: FakeTensorMode's view ops (view, reshape, ravel, unflatten, ...) and "
             "the meta kernel of set_() give contiguous strides where eager keeps the input's; "
             "fake kernels give an empty tensor other strides there (arange(0).reshape((0, 1, 1, "
             "2)).to(torch.float32): (2, 2, 2, 1), eager (2, 0, 0, 1)), which a .grad after "
@@ -533,7 +578,432 @@ OP_DIFFERENCES: list[OpDifference] = [
         link=UNFILED,
         reproducer=DEGENERATE_STRIDES_REPRODUCER,
     ),
+    OpDifference(
+        id="composite-in-place-version-in-inference-mode",
+        statement=r"^with torch\.inference_mode\(\):\n",
+        attribute=r"_version bump|values",
+        statement_applies=lambda statement: composite_in_place_in_inference_mode(statement),
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "an in-place op that is an alias of another (arccos_, fix_, absolute_, divide_, "
+            "__iand__, ...: a CompositeImplicitAutograd kernel) run in inference mode on a "
+            "normal tensor: eager bumps the tensor's version (and, with real-tensor "
+            "propagation, writes the carried real tensor); on a fake the version stays (and "
+            "the carried values with it)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(2)\n"
+            "with torch.inference_mode():\n"
+            "    x.fix_()\n"
+            "assert x._version == 1\n"
+            "with FakeTensorMode():\n"
+            "    y = torch.zeros(2)\n"
+            "    with torch.inference_mode():\n"
+            "        y.fix_()\n"
+            "    assert y._version == 0\n"
+        ),
+    ),
+    OpDifference(
+        id="random-op-refuses-a-generator",
+        statement=r"generator=",
+        attribute="raised",
+        applies=_raised("generator is not supported", side="fake"),
+        reason=(
+            "a random in-place op (cauchy_, log_normal_, exponential_, geometric_, ...) given an "
+            "explicit generator: its meta implementation (torch._refs) asserts 'generator is "
+            "not supported in refs'; eager draws from the generator"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "torch.zeros(2).cauchy_(generator=torch.Generator().manual_seed(0))\n"
+            "try:\n"
+            "    torch.zeros(2, device='meta').cauchy_(generator=torch.Generator())\n"
+            "except AssertionError as e:\n"
+            "    assert 'generator is not supported' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta cauchy_ took the generator')\n"
+        ),
+    ),
+    OpDifference(
+        id="dtype-cast-error-wording",
+        statement=r".",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            re.search(r"result type \w+ can't be cast to the desired output type", str(m.real))
+            is not None
+            and re.search(r"Attempting to cast from torch\.\w+ to out tensor with dtype",
+                          str(m.fake)) is not None),
+        errors_decide=True,
+        reason=(
+            "an in-place op whose result type cannot be written into the tensor (sin_ of an "
+            "integer tensor): eager says 'result type Float can't be cast to the desired output "
+            "type Long', the meta implementations 'Attempting to cast from torch.float32 to out "
+            "tensor with dtype torch.int64': the same rule in other words"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "def message(device):\n"
+            "    try:\n"
+            "        torch.zeros(2, dtype=torch.long, device=device).arcsinh_()\n"
+            "    except RuntimeError as e:\n"
+            "        return str(e)\n"
+            "assert \"can't be cast to the desired output type\" in message('cpu')\n"
+            "assert 'Attempting to cast from torch.float32' in message('meta')\n"
+        ),
+    ),
+    OpDifference(
+        id="rrelu-meta-signature",
+        statement=r"rrelu",
+        attribute="raised",
+        applies=_raised(r"meta_rrelu_with_noise_\(\) takes", side="fake"),
+        reason=(
+            "rrelu_ and rrelu_with_noise_ given a generator: the meta registration "
+            "meta_rrelu_with_noise_ does not take every argument of the schema and raises "
+            "TypeError; eager runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "g = lambda: torch.Generator().manual_seed(0)\n"
+            "torch.ops.aten.rrelu_.default(torch.zeros(2), generator=g())\n"
+            "try:\n"
+            "    torch.ops.aten.rrelu_.default(torch.zeros(2, device='meta'), generator=g())\n"
+            "except TypeError as e:\n"
+            "    assert 'meta_rrelu_with_noise_() takes' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta rrelu_ ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="index-copy-error-class",
+        statement=r"\.index_copy_\(",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            str(m.real).startswith("IndexError: index_copy_(): Number of indices")
+            and str(m.fake).startswith("RuntimeError: index_copy_(): Number of indices")),
+        errors_decide=True,
+        reason=(
+            "index_copy_ with an index of the wrong length: eager raises IndexError, the meta "
+            "kernel RuntimeError, with the same message"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "def error(device):\n"
+            "    i = torch.zeros(1, dtype=torch.long, device=device)\n"
+            "    try:\n"
+            "        torch.zeros(2, 3, device=device).index_copy_(0, i, torch.zeros(2, 3, "
+            "device=device))\n"
+            "    except Exception as e:\n"
+            "        return type(e)\n"
+            "assert (error('cpu'), error('meta')) == (IndexError, RuntimeError)\n"
+        ),
+    ),
+    OpDifference(
+        id="slice-inverse-two-tensor-view",
+        statement=r"slice_inverse",
+        attribute="raised",
+        applies=_raised("Expected exactly one tensor arg for view op", side="fake"),
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "slice_inverse is a view op with two tensor arguments (the slice and the base it "
+            "is scattered into); FakeTensorMode's handling of view ops asserts 'Expected "
+            "exactly one tensor arg for view op', where eager returns the view"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(4)\n"
+            "x.slice_inverse(x)\n"
+            "with FakeTensorMode():\n"
+            "    y = torch.zeros(4)\n"
+            "    try:\n"
+            "        y.slice_inverse(y)\n"
+            "    except AssertionError as e:\n"
+            "        assert 'Expected exactly one tensor arg' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('fake slice_inverse ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="meta-skips-argument-checks",
+        statement="|".join(re.escape(op) for op in ARGUMENT_CHECKS_SKIPPED),
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            (str(m.fake) == "nothing" or str(m.fake).startswith("RuntimeError: ")) and any(
+                re.search(pattern, str(m.real)) is not None
+                for pattern in ARGUMENT_CHECKS_SKIPPED.values())),
+        reason=(
+            "checks of eager CPU kernels that their meta kernels or fake impls do not make: "
+            + "; ".join(f"{op}: {pattern!r}" for op, pattern in ARGUMENT_CHECKS_SKIPPED.items())
+            + " -- the fake or meta tensor takes arguments eager refuses (or refuses them "
+            "later, for another reason)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "L = lambda d: torch.zeros(1, dtype=torch.long, device=d)\n"
+            "cases = [\n"
+            "    lambda d: torch.ops.aten.embedding_renorm_.default(torch.zeros(2, 2, 2, "
+            "device=d), L(d), 2.0, 0.5),\n"
+            "    lambda d: torch.zeros(2, device=d).bernoulli_(torch.full((2,), 2., "
+            "device=d)),\n"
+            "    lambda d: torch.zeros(2, 2, device=d).index_put_([L(d)], torch.zeros(2, 2, "
+            "device=d)),\n"
+            "    lambda d: torch.zeros(2, 2, device=d).index_reduce_(0, L(d), torch.zeros(1, 2, "
+            "device=d), 'sum'),\n"
+            "]\n"
+            "for case in cases:\n"
+            "    try:\n"
+            "        case('cpu')\n"
+            "    except (RuntimeError, IndexError):\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise AssertionError('eager accepted')\n"
+            "    case('meta')\n"
+            "with FakeTensorMode():\n"
+            "    torch.ops.aten._reshape_alias.default(torch.zeros(2), [-1], [1])  # eager: "
+            "overflow\n"
+        ),
+    ),
+    OpDifference(
+        id="reshape-alias-ignores-strides",
+        statement=r"_reshape_alias",
+        attribute=r"stride\(\)",
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "_reshape_alias(t, size, stride) on a fake gives the strides of a view to that "
+            "size (FakeTensorMode decomposes it to view), not the strides asked for, which "
+            "eager's kernel sets as they are"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(2, 3)\n"
+            "assert torch.ops.aten._reshape_alias.default(x, [3, 2], [1, 3]).stride() == (1, 3)\n"
+            "with FakeTensorMode():\n"
+            "    y = torch.zeros(2, 3)\n"
+            "    assert torch.ops.aten._reshape_alias.default(y, [3, 2], [1, 3]).stride() == "
+            "(2, 1)\n"
+        ),
+    ),
+    OpDifference(
+        id="random-op-carried-values",
+        statement=r"generator=",
+        attribute=r"values",
+        converters=where(fake_tensors=True, carries_real=True),
+        reason=(
+            "a random in-place op given a generator (uniform_, normal_, ...) with real-tensor "
+            "propagation: the real tensor the fake carries draws other numbers than eager "
+            "does from a generator seeded the same"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._functorch import config\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "x = torch.zeros(4).uniform_(generator=torch.Generator().manual_seed(0))\n"
+            "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+            "    mode = FakeTensorMode()\n"
+            "    f = mode.from_tensor(torch.zeros(4))\n"
+            "    with mode:\n"
+            "        f.uniform_(generator=torch.Generator().manual_seed(0))\n"
+            "assert not torch.equal(f.real_tensor, x)\n"
+        ),
+    ),
+    OpDifference(
+        id="real-propagation-unbind-of-empty-dimension",
+        statement=r"unbind",
+        attribute="raised",
+        applies=_raised("not enough values to unpack", side="fake"),
+        converters=where(fake_tensors=True, carries_real=True),
+        reason=(
+            "unbind of a dimension of size 0 with real-tensor propagation: the fake raises "
+            "ValueError ('not enough values to unpack') while checking the real outputs, where "
+            "eager returns no tensors; the same as the behaviour entry "
+            "behaviour-real-propagation-unbind-of-empty-dimension, shown by a control made "
+            "under the same mode"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._functorch import config\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "assert torch.zeros(0, 2).unbind() == ()\n"
+            "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+            "    with FakeTensorMode():\n"
+            "        try:\n"
+            "            torch.zeros(0, 2).unbind()\n"
+            "        except ValueError as e:\n"
+            "            assert 'not enough values to unpack' in str(e)\n"
+            "        else:\n"
+            "            raise AssertionError('unbind ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="nan-to-num-complex",
+        statement=r"nan_to_num_",
+        attribute="raised",
+        applies=_raised("(is not supported for isneginf|isneginf does not support complex)",
+                        side="fake"),
+        reason=(
+            "nan_to_num_ of a complex tensor: eager replaces NaN and infinities in both parts; "
+            "its meta implementation (torch._refs) calls isneginf, which refuses complex "
+            "inputs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "torch.zeros(2, dtype=torch.complex64).nan_to_num_()\n"
+            "try:\n"
+            "    torch.zeros(2, dtype=torch.complex64, device='meta').nan_to_num_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'isneginf' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta nan_to_num_ ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="matrix-shape-error-wording",
+        statement=r"\.(addmm_|addmv_|addr_|addbmm_|baddbmm_)\(",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            str(m.real).startswith("RuntimeError: ") and str(m.fake).startswith("RuntimeError: ")
+            and all(re.search(MATRIX_SHAPE_RULE, str(side)) is not None
+                    for side in (m.real, m.fake))),
+        errors_decide=True,
+        reason=(
+            "a matrix op (addmm_, addmv_, addr_, addbmm_, baddbmm_) given arguments of the "
+            "wrong number of dimensions: eager says 'mat1 must be a matrix, got 0-D tensor', "
+            "the meta implementations 'a must be 2D' or the like: the same rule in other words"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "def message(device):\n"
+            "    x = torch.zeros((), device=device)\n"
+            "    try:\n"
+            "        x.addmm_(x, x)\n"
+            "    except RuntimeError as e:\n"
+            "        return str(e)\n"
+            "assert message('cpu') == 'mat1 must be a matrix, got 0-D tensor'\n"
+            "assert message('meta') == 'a must be 2D'\n"
+        ),
+    ),
+    OpDifference(
+        id="normal-of-integer-dtype",
+        statement=r"\.normal_\(",
+        attribute="raised",
+        applies=_raised("expected a floating-point or complex dtype", side="fake"),
+        errors_decide=True,
+        reason=(
+            "normal_ of an integer or bool tensor: eager's CPU kernel has no such dtype "
+            "(NotImplementedError '... not implemented for ...'), but returns before looking "
+            "when the tensor has no elements; its meta implementation refuses the dtype first "
+            "(RuntimeError 'expected a floating-point or complex dtype'), with or without "
+            "elements"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "torch.zeros(0, dtype=torch.long).normal_()\n"
+            "try:\n"
+            "    torch.zeros(0, dtype=torch.long, device='meta').normal_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'expected a floating-point or complex dtype' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta normal_ ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="split-sizes-error-class",
+        statement=r"\.split(_with_sizes)?\(",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            str(m.real).startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
+            and str(m.fake).startswith("ValueError: Split sizes add up to")),
+        errors_decide=True,
+        converters=where(symbolic=True),
+        reason=(
+            "split sizes that do not add up to the dimension's size, on a tensor with symbolic "
+            "sizes: eager raises RuntimeError ('split_with_sizes expects split_sizes to sum "
+            "exactly to ...'), the fake's symbolic implementation ValueError ('Split sizes add "
+            "up to ...'): the same rule"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "from torch._dynamo.source import ConstantSource\n"
+            "from torch.fx.experimental.symbolic_shapes import DimDynamic, "
+            "StatelessSymbolicContext\n"
+            "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+            "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+            "constraint_sizes=[None])\n"
+            "f = mode.from_tensor(torch.zeros(3), source=ConstantSource('x'), "
+            "symbolic_context=ctx)\n"
+            "try:\n"
+            "    torch.zeros(3).split([0, 2])\n"
+            "except RuntimeError as e:\n"
+            "    assert 'split_with_sizes expects' in str(e)\n"
+            "with mode:\n"
+            "    try:\n"
+            "        f.split([0, 2])\n"
+            "    except ValueError as e:\n"
+            "        assert 'Split sizes add up to' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('fake split ran')\n"
+        ),
+    ),
 ]
+
+
+@functools.cache
+def _composite_in_place_ops() -> frozenset[str]:
+    """Names of aten's in-place ops with a CompositeImplicitAutograd kernel
+    (aliases of another op: arccos_ of acos_, fix_ of trunc_, ...)."""
+    import torch
+
+    names = set()
+    for schema in torch._C._jit_get_all_schemas():
+        name = schema.name
+        if not (name.startswith("aten::") and name.endswith("_")):
+            continue
+        qualified = name + (f".{schema.overload_name}" if schema.overload_name else "")
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(qualified,
+                                                              "CompositeImplicitAutograd"):
+                names.add(name[len("aten::"):])
+        except RuntimeError:
+            continue  # a TorchScript-only schema
+    return frozenset(names)
+
+
+def composite_in_place_in_inference_mode(statement: str) -> bool:
+    """Whether a step runs in inference mode and calls an in-place op that
+    is an alias of another (a CompositeImplicitAutograd kernel)."""
+    return (statement.startswith("with torch.inference_mode():")
+            and bool(_composite_in_place_ops() & _methods_called(statement)))
+
+
+def _methods_called(statement: str) -> set[str]:
+    """The names a statement calls as methods or reads as attributes."""
+    import ast
+
+    try:
+        tree = ast.parse(statement)
+    except SyntaxError:
+        return set()
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
 
 
 def registry() -> list[OpDifference]:

@@ -757,4 +757,264 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _calls_in_place_op(source: str) -> bool:
+    from ..op_differences import IN_PLACE_CALL
+
+    return re.search(IN_PLACE_CALL, source) is not None
+
+
+# In-place ops real-tensor propagation applies once under a ShapeEnv, as
+# eager does (tests/test_behaviour.py checks each): a difference in the
+# values they leave in a carried real tensor is not this entry's.
+APPLIED_ONCE = frozenset({"add_", "mul_", "sub_", "div_", "copy_", "zero_", "fill_"})
+
+
+def _only_applied_once(source: str) -> bool:
+    """Whether every in-place op a step calls is one of APPLIED_ONCE (div_
+    with a rounding mode is another overload, applied twice)."""
+    from ..op_differences import IN_PLACE_CALL
+
+    called = {m.group(0)[1:].split(".")[0].rstrip("(") for m in re.finditer(IN_PLACE_CALL, source)}
+    return called <= APPLIED_ONCE and "rounding_mode=" not in source
+
+
+def _composite_in_place_in_inference_mode(source: str) -> bool:
+    from ..op_differences import composite_in_place_in_inference_mode
+
+    return composite_in_place_in_inference_mode(source)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-composite-in-place-version-in-inference-mode",
+    check="behaviour",
+    attribute=r"_version bump|values|raised|is_leaf|requires_grad",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] in ("_version bump", "values", "raised", "is_leaf", "requires_grad")
+        and (d[0] != "raised" or d[2] == "nothing")
+        and _composite_in_place_in_inference_mode(d[6])),
+    converters=where(fake_tensors=True),
+    reason=(
+        "the operator difference op:composite-in-place-version-in-inference-mode (an alias "
+        "in-place op such as less_equal_ or fix_ in inference mode leaves a fake's version, "
+        "and the real tensor it carries, as they were), where the control made under the mode "
+        "does not show it; eager's autograd records the write on a view (reading is_leaf "
+        "then raises) and the fake's does not; on a fake with symbolic sizes the alias's own "
+        "checks are skipped too (float_power_ of a complex64 tensor runs, where eager refuses "
+        "the dtype)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch import config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "    f = mode.from_tensor(torch.ones(2))\n"
+        "    with mode, torch.inference_mode():\n"
+        "        f.less_equal_(0.5)\n"
+        "assert f._version == 0 and f.real_tensor.tolist() == [1., 1.]  # eager: 1, [0., 0.]\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, "
+        "StatelessSymbolicContext\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+        "constraint_sizes=[None])\n"
+        "c = mode.from_tensor(torch.zeros(2, dtype=torch.complex64), source=ConstantSource('c'), "
+        "symbolic_context=ctx)\n"
+        "with mode, torch.inference_mode():\n"
+        "    c.float_power_(c.clone())  # eager: RuntimeError (the base's dtype)\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-sizes-in-a-concrete-kernel",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and d[1].startswith("RuntimeError: ")
+        and "SymIntArrayRef expected to contain only concrete integers" in d[2]),
+    converters=where(symbolic=True),
+    reason=(
+        "an op whose eager kernel refuses the arguments (addbmm_ of tensors with no elements: "
+        "'expand(...): the number of sizes provided (2) must be greater or equal ...') reaches, "
+        "on a fake with symbolic sizes, a C++ kernel that takes concrete sizes only and raises "
+        "'SymIntArrayRef expected to contain only concrete integers' first: both refuse, in "
+        "other words"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, "
+        "StatelessSymbolicContext\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 3, "
+        "constraint_sizes=[None] * 3)\n"
+        "f = mode.from_tensor(torch.zeros(4, 0, 4, dtype=torch.float64), "
+        "source=ConstantSource('f'), symbolic_context=ctx)\n"
+        "with mode:\n"
+        "    try:\n"
+        "        f.addbmm_(f, f)\n"
+        "    except RuntimeError as e:\n"
+        "        assert 'SymIntArrayRef expected to contain only concrete integers' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError('addbmm_ ran')\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-stale-item-memo",
+    check="behaviour",
+    attribute=r"item\(\)",
+    applies=_behaviour_recorded(
+        "behaviour_differences", lambda d: d[0] == "item()" and _calls_in_place_op(d[6])),
+    converters=where(symbolic=True),
+    reason=(
+        "a 0-dim float64 or int64 tensor converted with a ShapeEnv and a source remembers a "
+        "symbol for its value (item_memo, whose hint is the value); an in-place op changes the "
+        "value and leaves the symbol, so item() of the fake answers the old value (and code "
+        "specialized on it is wrong)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "f = mode.from_tensor(torch.tensor(0.5, dtype=torch.float64), source=ConstantSource('x'))\n"
+        "with mode:\n"
+        "    f.add_(1)\n"
+        "assert f.item_memo.node.hint == 0.5  # eager: 1.5\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-random-op-carried-values",
+    check="behaviour",
+    attribute=r"values",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "values" and d[5].endswith(".real_tensor") and "generator=" in d[6]),
+    converters=where(carries_real=True),
+    reason=(
+        "the operator difference op:random-op-carried-values (a random in-place op given a "
+        "generator: the real tensor a fake carries draws other numbers than eager), where the "
+        "control made under the mode does not show it"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch import config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.zeros(4).uniform_(generator=torch.Generator().manual_seed(0))\n"
+        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "    f = mode.from_tensor(torch.zeros(4))\n"
+        "    with mode:\n"
+        "        f.uniform_(generator=torch.Generator().manual_seed(0))\n"
+        "assert not torch.equal(f.real_tensor, x)\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-real-propagation-repeats-in-place-op",
+    check="behaviour",
+    attribute=r"values|raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: _calls_in_place_op(d[6]) and not _only_applied_once(d[6]) and (
+            (d[0] == "values" and d[5].endswith(".real_tensor"))
+            or (d[0] == "raised" and d[1] == "nothing"
+                and ("Real tensor propagation found a metadata mismatch" in d[2]
+                     or "Please convert all Tensors to FakeTensors first" in d[2]
+                     or "more than one element of the written-to tensor refers to a single "
+                        "memory location" in d[2])))),
+    converters=where(symbolic=True, carries_real=True),
+    reason=(
+        "with a ShapeEnv and real-tensor propagation, in-place ops that FakeTensorMode "
+        "decomposes (neg_, exp_, sin_, pow_, cumsum_, lt_ with a scalar, ...; not add_, "
+        "mul_, sub_, div_ or copy_, which the entry leaves out) are applied twice to the real tensor a fake carries: after neg_ it holds the "
+        "original values, after exp_ exp(exp(x)); where the decomposition checks the real "
+        "result's metadata on the way (copysign_, floor_divide_: prims.signbit), it raises "
+        "MetadataMismatchError instead, or, where it makes a tensor of a Python number "
+        "(copysign_(-1)), 'Please convert all Tensors to FakeTensors first', and where it "
+        "writes with a kernel that checks for overlapping elements (tril_ of an expanded "
+        "tensor, which eager's tril_ does not check), 'more than one element of the written-to "
+        "tensor refers to a single memory location'; without a ShapeEnv they are applied once"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch import config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "x = torch.tensor([1., 2.])\n"
+        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "    f = mode.from_tensor(x, source=ConstantSource('x'))\n"
+        "    g = mode.from_tensor(x.clone(), source=ConstantSource('g'))\n"
+        "    with mode:\n"
+        "        f.neg_()\n"
+        "        try:\n"
+        "            g.copysign_(g)\n"
+        "        except Exception as e:\n"
+        "            assert 'Real tensor propagation found a metadata mismatch' in str(e)\n"
+        "        else:\n"
+        "            raise AssertionError('copysign_ ran')\n"
+        "    e = mode.from_tensor(torch.zeros(1, 2).expand(2, 2), source=ConstantSource('e'))\n"
+        "    with mode:\n"
+        "        try:\n"
+        "            e.tril_()  # eager runs\n"
+        "        except RuntimeError as error:\n"
+        "            assert 'refers to a single memory location' in str(error)\n"
+        "        else:\n"
+        "            raise AssertionError('tril_ ran')\n"
+        "assert f.real_tensor.tolist() == [1., 2.]  # eager: [-1., -2.]\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-real-propagation-unbind-of-empty-dimension",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised" and "unbind" in d[6]
+        and d[2].startswith("ValueError: not enough values to unpack")),
+    converters=where(carries_real=True),
+    reason=(
+        "unbind of a dimension of size 0 with real-tensor propagation: the fake raises "
+        "ValueError ('not enough values to unpack') while checking the real outputs against "
+        "the fake ones, where eager returns no tensors (and a program indexing them raises "
+        "IndexError); fakes made under the mode do the same"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch import config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "assert torch.zeros(0, 2).unbind() == ()\n"
+        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "    f = mode.from_tensor(torch.zeros(0, 2))\n"
+        "    with mode:\n"
+        "        try:\n"
+        "            f.unbind()\n"
+        "        except ValueError as e:\n"
+        "            assert 'not enough values to unpack' in str(e)\n"
+        "        else:\n"
+        "            raise AssertionError('unbind ran')\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
