@@ -192,11 +192,9 @@ ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
     "_reshape_alias": (r"numel: integer multiplication overflow|dimensionality of sizes \(\d+\) "
                        r"must match dimensionality of strides"),
     "random_": r"random_ expects 'from' to be less than 'to'",
-    "index_fill_": r"index \d+ is out of bounds for dimension",
     "ldexp_": r"ldexp can't be cast to the desired output type",
     "addr_": r"2D tensor expected, got \d+D tensor for input",
     "put_": r"Expected source and index to have the same number of elements",
-    "scatter_": r"index \d+ is out of bounds for dimension",
 }
 
 # How eager's kernels and the meta implementations word a rule on the number
@@ -729,6 +727,33 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        assert 'Expected exactly one tensor arg' in str(e)\n"
             "    else:\n"
             "        raise AssertionError('fake slice_inverse ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="index-values-unchecked",
+        statement=r"dtype=torch\.long\)",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            str(m.fake) == "nothing"
+            and re.search(r"index -?\d+ (is )?out of (range|bounds)", str(m.real)) is not None),
+        reason=(
+            "an op given a tensor of indices (index_fill_, scatter_, put_, embedding_renorm_, "
+            "...): eager checks each index against the sizes ('index 0 is out of bounds for "
+            "dimension 0 with size 0'); a fake or meta tensor of indices has no values to check"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "def run(device):\n"
+            "    i = torch.full((1,), 5, dtype=torch.long, device=device)\n"
+            "    torch.zeros(2, 2, device=device).index_fill_(0, i, 1)\n"
+            "try:\n"
+            "    run('cpu')\n"
+            "except IndexError as e:\n"
+            "    assert 'out of bounds' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('eager ran')\n"
+            "run('meta')\n"
         ),
     ),
     OpDifference(

@@ -835,14 +835,17 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     applies=_behaviour_recorded(
         "behaviour_differences",
         lambda d: d[0] == "raised" and d[1].startswith("RuntimeError: ")
-        and "SymIntArrayRef expected to contain only concrete integers" in d[2]),
+        and re.search(r"SymIntArrayRef expected to contain only concrete integers|"
+                      r"Cannot call \w+\(\) on tensor with symbolic sizes/strides", d[2])
+        is not None),
     converters=where(symbolic=True),
     reason=(
         "an op whose eager kernel refuses the arguments (addbmm_ of tensors with no elements: "
         "'expand(...): the number of sizes provided (2) must be greater or equal ...') reaches, "
         "on a fake with symbolic sizes, a C++ kernel that takes concrete sizes only and raises "
-        "'SymIntArrayRef expected to contain only concrete integers' first: both refuse, in "
-        "other words"
+        "'SymIntArrayRef expected to contain only concrete integers' first (_make_dual outside "
+        "a forward-AD level: 'Cannot call storage_offset() on tensor with symbolic "
+        "sizes/strides'): both refuse, in other words"
     ),
     link=BY_DESIGN,
     reproducer=(
@@ -863,6 +866,43 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "        assert 'SymIntArrayRef expected to contain only concrete integers' in str(e)\n"
         "    else:\n"
         "        raise AssertionError('addbmm_ ran')\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-split-sizes-error-class",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d[0] == "raised"
+        and d[1].startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
+        and d[2].startswith("ValueError: Split sizes add up to")),
+    converters=where(symbolic=True),
+    reason=(
+        "the operator difference op:split-sizes-error-class (split sizes that do not add up, "
+        "on a tensor with symbolic sizes: RuntimeError in eager, ValueError on the fake), where "
+        "the control made under the mode has static sizes and does not show it"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, "
+        "StatelessSymbolicContext\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+        "constraint_sizes=[None])\n"
+        "f = mode.from_tensor(torch.zeros(2), source=ConstantSource('x'), symbolic_context=ctx)\n"
+        "with mode:\n"
+        "    try:\n"
+        "        f.split([1, 2])\n"
+        "    except ValueError as e:\n"
+        "        assert 'Split sizes add up to 3' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError('split ran')\n"
     ),
 ))
 
