@@ -195,12 +195,30 @@ ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
     "ldexp_": r"ldexp can't be cast to the desired output type",
     "addr_": r"2D tensor expected, got \d+D tensor for input",
     "put_": r"Expected source and index to have the same number of elements",
+    # (torch 2.11's meta kernels; 2.13's refuse in other words: index-copy-error-class,
+    # dtype-cast-error-wording)
+    "index_copy_": r"Number of indices \(\d+\) should be equal to source",
+    "true_divide_": r"can't be cast to the desired output type",
 }
 
 # How eager's kernels and the meta implementations word a rule on the number
 # of dimensions of a matrix op's arguments.
 MATRIX_SHAPE_RULE = (r"must be a (matrix|vector)|\b\dD\b|\d-D|expected \d+D|Expected \d+-D|"
                      r"matrix @ vector expected|dimensional")
+
+# Also the reproducer of the registry's behaviour entry that follows from it.
+RANDOM_CARRIED_VALUES_REPRODUCER = (
+    "import torch\n"
+    "from torch._functorch import config\n"
+    "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+    "x = torch.zeros(4).uniform_(generator=torch.Generator().manual_seed(0))\n"
+    "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+    "    mode = FakeTensorMode()\n"
+    "    f = mode.from_tensor(torch.zeros(4))\n"
+    "    with mode:\n"
+    "        f.uniform_(generator=torch.Generator().manual_seed(0))\n"
+    "assert not torch.equal(f.real_tensor, x)\n"
+)
 
 OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
@@ -679,6 +697,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="index-copy-error-class",
+        since="2.13",  # (2.11's meta kernel does not check: meta-skips-argument-checks)
         statement=r"\.index_copy_\(",
         attribute="raised",
         applies=lambda m, same_path: m.attribute != "raised" or (
@@ -831,18 +850,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "does from a generator seeded the same"
         ),
         link=UNFILED,
-        reproducer=(
-            "import torch\n"
-            "from torch._functorch import config\n"
-            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-            "x = torch.zeros(4).uniform_(generator=torch.Generator().manual_seed(0))\n"
-            "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
-            "    mode = FakeTensorMode()\n"
-            "    f = mode.from_tensor(torch.zeros(4))\n"
-            "    with mode:\n"
-            "        f.uniform_(generator=torch.Generator().manual_seed(0))\n"
-            "assert not torch.equal(f.real_tensor, x)\n"
-        ),
+        reproducer=RANDOM_CARRIED_VALUES_REPRODUCER,
     ),
     OpDifference(
         id="real-propagation-unbind-of-empty-dimension",
@@ -946,6 +954,30 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert 'expected a floating-point or complex dtype' in str(e)\n"
             "else:\n"
             "    raise AssertionError('meta normal_ ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="named-tensors-on-meta",
+        until="2.13",  # (2.13's tensors have no rename())
+        statement=r"\.rename\(",
+        attribute="raised",
+        applies=_raised("named tensors only support", side="fake"),
+        reason=(
+            "rename() (named tensors, a prototype) on a meta tensor raises 'NYI: named tensors "
+            "only support CPU, CUDA, XPU or privateuseone tensors', where eager's CPU tensor "
+            "renames"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "assert hasattr(torch.Tensor, 'rename')\n"
+            "torch.zeros(2).rename(None)\n"
+            "try:\n"
+            "    torch.zeros(2, device='meta').rename(None)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'named tensors only support' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta rename ran')\n"
         ),
     ),
     OpDifference(

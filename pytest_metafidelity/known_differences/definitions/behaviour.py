@@ -935,33 +935,29 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
-_BEHAVIOUR_ENTRIES.append(KnownDifference(
-    id="behaviour-random-op-carried-values",
-    check="behaviour",
-    attribute=r"values",
-    applies=_behaviour_recorded(
-        "behaviour_differences",
-        lambda d: d[0] == "values" and d[5].endswith(".real_tensor") and "generator=" in d[6]),
-    converters=where(carries_real=True),
-    reason=(
-        "the operator difference op:random-op-carried-values (a random in-place op given a "
-        "generator: the real tensor a fake carries draws other numbers than eager), where the "
-        "control made under the mode does not show it"
-    ),
-    link=UNFILED,
-    reproducer=(
-        "import torch\n"
-        "from torch._functorch import config\n"
-        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "x = torch.zeros(4).uniform_(generator=torch.Generator().manual_seed(0))\n"
-        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
-        "    mode = FakeTensorMode()\n"
-        "    f = mode.from_tensor(torch.zeros(4))\n"
-        "    with mode:\n"
-        "        f.uniform_(generator=torch.Generator().manual_seed(0))\n"
-        "assert not torch.equal(f.real_tensor, x)\n"
-    ),
-))
+def _random_op_carried_values_entry() -> KnownDifference:
+    from ..op_differences import RANDOM_CARRIED_VALUES_REPRODUCER
+
+    return KnownDifference(
+        id="behaviour-random-op-carried-values",
+        check="behaviour",
+        attribute=r"values",
+        applies=_behaviour_recorded(
+            "behaviour_differences",
+            lambda d: d[0] == "values" and d[5].endswith(".real_tensor")
+            and "generator=" in d[6]),
+        converters=where(carries_real=True),
+        reason=(
+            "the operator difference op:random-op-carried-values (a random in-place op given a "
+            "generator: the real tensor a fake carries draws other numbers than eager), where "
+            "the control made under the mode does not show it"
+        ),
+        link=UNFILED,
+        reproducer=RANDOM_CARRIED_VALUES_REPRODUCER,
+    )
+
+
+_BEHAVIOUR_ENTRIES.append(_random_op_carried_values_entry())
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
