@@ -204,7 +204,10 @@ ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
 # How eager's kernels and the meta implementations word a rule on the number
 # of dimensions of a matrix op's arguments.
 MATRIX_SHAPE_RULE = (r"must be a (matrix|vector)|\b\dD\b|\d-D|expected \d+D|Expected \d+-D|"
-                     r"matrix @ vector expected|dimensional")
+                     r"matrix @ vector expected|dimensional|shapes cannot be multiplied|"
+                     r"must have same reduction dim|size mismatch|must match the size|"
+                     r"Expected size for first two dimensions|batch\d|expand\(|"
+                     r"number of sizes provided")
 
 # Also the reproducer of the registry's behaviour entry that follows from it.
 RANDOM_CARRIED_VALUES_REPRODUCER = (
@@ -915,8 +918,10 @@ OP_DIFFERENCES: list[OpDifference] = [
         errors_decide=True,
         reason=(
             "a matrix op (addmm_, addmv_, addr_, addbmm_, baddbmm_) given arguments of the "
-            "wrong number of dimensions: eager says 'mat1 must be a matrix, got 0-D tensor', "
-            "the meta implementations 'a must be 2D' or the like: the same rule in other words"
+            "wrong number of dimensions or sizes: eager says 'mat1 must be a matrix, got 0-D "
+            "tensor' or 'mat1 and mat2 shapes cannot be multiplied (0x1 and 0x1)', the meta "
+            "implementations 'a must be 2D' or 'a and b must have same reduction dim, but got "
+            "[0, 1] X [0, 1]': the same rules in other words"
         ),
         link=BY_DESIGN,
         reproducer=(
@@ -929,6 +934,14 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        return str(e)\n"
             "assert message('cpu') == 'mat1 must be a matrix, got 0-D tensor'\n"
             "assert message('meta') == 'a must be 2D'\n"
+            "def product(device):\n"
+            "    x = torch.zeros(0, 1, device=device)\n"
+            "    try:\n"
+            "        x.addmm_(x, x)\n"
+            "    except RuntimeError as e:\n"
+            "        return str(e)\n"
+            "assert 'shapes cannot be multiplied' in product('cpu')\n"
+            "assert 'must have same reduction dim' in product('meta')\n"
         ),
     ),
     OpDifference(
