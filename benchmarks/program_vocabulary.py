@@ -108,7 +108,13 @@ def draw(examples: int) -> tuple[Counter, Counter, int, int]:
 
 
 def main() -> None:
+    import os
+
     import torch
+
+    from pytest_metafidelity.strategies.programs import ATEN_STEPS_VARIABLE
+
+    os.environ[ATEN_STEPS_VARIABLE] = "1"  # the schema-built steps are opt-in
 
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     warnings.simplefilter("ignore")
