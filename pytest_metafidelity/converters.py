@@ -34,10 +34,11 @@ import contextlib
 import dataclasses
 import logging
 import os
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
-# Re-exported: the converters' callers have always imported these from here.
-from .strategies.storage_bounds import bytes_reached, storage_too_small
+from .crash_guards import (ConversionCrash, known_crash, refuse_crashing_copy,
+                           refuse_crashing_item_read)
+from .strategies.tensor_facts import COMPRESSED_LAYOUTS, any_grad, family_of
 
 
 class _QuietTraceLog:
@@ -74,11 +75,6 @@ _quiet_trace_log = _QuietTraceLog
 
 class Unsupported(Exception):
     """The converter refused the tensor in a way torch documents."""
-
-
-class ConversionCrash(Exception):
-    """Not attempted: torch is known to crash the process (segfault) on this
-    conversion.  Reported as a failed conversion, never run."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +246,7 @@ class DynamicFakeConverter(Converter):
         self._count = 0
 
     def _convert(self, t: Any) -> Any:
-        _refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
+        refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
         return self._convert_with_source(t)
 
     def _convert_with_source(self, t: Any) -> Any:
@@ -261,136 +257,6 @@ class DynamicFakeConverter(Converter):
         return _from_tensor(
             self.mode, t, source=source, symbolic_context=all_dynamic_context(t, source)
         )
-
-
-def _family(t: Any, depth: int = 0) -> Iterator[Any]:
-    """``t``, its view base, its grad, subclass inner tensors and the
-    tensors inside functional and functorch wrappers."""
-    import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    yield t
-    if depth > 8:
-        return
-    if t._is_view() and t._base is not None:
-        yield from _family(t._base, depth + 1)
-    grad = _safe_grad(t)
-    if grad is not None:
-        yield from _family(grad, depth + 1)
-    if is_traceable_wrapper_subclass(t):
-        for attr in t.__tensor_flatten__()[0]:
-            inner = getattr(t, attr)
-            if isinstance(inner, torch.Tensor):
-                yield from _family(inner, depth + 1)
-    inner = _unwrapped(t)
-    if inner is not None:
-        yield from _family(inner, depth + 1)
-
-
-def _unwrapped(t: Any) -> Any:
-    """The tensor inside a C++ functional or a functorch wrapper, or None."""
-    import torch
-
-    try:
-        # (A Python FunctionalTensor is converted as a plain tensor: MetaConverter
-        # does not look inside it.)
-        if torch._is_functional_tensor(t):
-            return torch._from_functional_tensor(t)
-        fns = torch._C._functorch
-        if fns.is_functorch_wrapped_tensor(t):
-            return fns.get_unwrapped(t)
-    except Exception:
-        return None
-    return None
-
-
-def crashing_copy(t: Any) -> bool:
-    """True when converting ``t`` with real-tensor propagation would copy the
-    values of a tensor whose storage is smaller than the tensor (MetaConverter
-    copies tensors whose type is exactly torch.Tensor).  From torch 2.14 it
-    also copies through a Python FunctionalTensor, so what one wraps counts
-    too (on older torch that refuses a few conversions that would not crash)."""
-    import torch
-
-    def family() -> Iterator[Any]:
-        for u in _family(t):
-            yield u
-            elem = _functional_tensor_elem(u)
-            if elem is not None:
-                yield from _family(elem)
-
-    return any(type(u) is torch.Tensor and storage_too_small(u) for u in family())
-
-
-def _functional_tensor_elem(t: Any) -> Any:
-    """The C++ functional tensor a Python FunctionalTensor wraps, or None."""
-    try:
-        from torch._subclasses.functional_tensor import FunctionalTensor
-    except Exception:  # pragma: no cover - depends on torch
-        return None
-    return t.elem if isinstance(t, FunctionalTensor) else None
-
-
-def _refuse_crashing_copy(t: Any, attempt: Callable[[], Any]) -> None:
-    if crashing_copy(t):
-        known_crash(
-            "copying the real tensor's values (fake_tensor_propagate_real_tensors) reads past "
-            "the end of a storage smaller than the tensor (resize_(0)?) and segfaults "
-            "(https://github.com/pytorch/pytorch/issues/171676)", attempt)
-
-
-# The dtypes whose 0-dim CPU tensors from_real_tensor reads with item() to
-# make a symbol for the value (with a ShapeEnv and a source).
-ITEM_READ_DTYPES = ("int64", "int32", "int16", "int8", "float64")
-
-
-def item_read_when_converted(t: Any) -> bool:
-    """True when converting ``t`` with a ``ShapeEnv`` and a source reads its
-    value with ``item()``: a plain 0-dim CPU tensor of ITEM_READ_DTYPES."""
-    import torch
-
-    return (type(t) is torch.Tensor and t.layout == torch.strided and t.dim() == 0
-            and t.device.type == "cpu" and str(t.dtype).removeprefix("torch.") in ITEM_READ_DTYPES)
-
-
-def crashing_item_read(t: Any) -> bool:
-    """True when that ``item()`` read is of a tensor with the negative bit
-    whose storage holds no bytes: torch raises for such a read without the
-    bit and segfaults with it."""
-    return item_read_when_converted(t) and t.is_neg() and t.untyped_storage().nbytes() == 0
-
-
-def _refuse_crashing_item_read(t: Any, attempt: Callable[[], Any]) -> None:
-    if crashing_item_read(t):
-        known_crash(
-            "from_real_tensor reads item() of a 0-dim tensor with the negative bit whose "
-            "storage holds no bytes (resize_(0)), and item() segfaults on it", attempt)
-
-
-# --metafidelity-run-known-crashes: attempt known crashes in a child process.
-_run_known_crashes = False
-KNOWN_CRASH_TIMEOUT = 60.0
-
-
-def run_known_crashes_in_children(enabled: bool) -> None:
-    global _run_known_crashes
-    _run_known_crashes = bool(enabled)
-
-
-def known_crash(why: str, attempt: Callable[[], Any]) -> None:
-    """A conversion torch is known to crash on.  By default it is not
-    attempted (:class:`ConversionCrash`).  With known crashes run
-    (``--metafidelity-run-known-crashes``) ``attempt`` runs in a forked child
-    first: if the child dies, ConversionCrash says how; if it lives, this
-    returns and the caller converts for real -- the registered crash did not
-    occur, which the registry reports as unexpectedly passing."""
-    from .child import CAN_FORK, run_in_child
-
-    if not (_run_known_crashes and CAN_FORK):
-        raise ConversionCrash(f"{why}; not attempted")
-    ending = run_in_child(attempt, KNOWN_CRASH_TIMEOUT)
-    if ending.crashed or ending.hung:
-        raise ConversionCrash(f"{why}; attempted in a child process, which {ending.describe()}")
 
 
 class RealFakeConverter(FakeConverter):
@@ -409,7 +275,7 @@ class RealFakeConverter(FakeConverter):
         self.mode = _fake_mode(dynamic=False, real=True)
 
     def _convert(self, t: Any) -> Any:
-        _refuse_crashing_copy(t, lambda: super(RealFakeConverter, self)._convert(t))
+        refuse_crashing_copy(t, lambda: super(RealFakeConverter, self)._convert(t))
         return super()._convert(t)
 
 
@@ -424,7 +290,7 @@ class RealDynamicFakeConverter(DynamicFakeConverter):
     real = True
 
     def _convert(self, t: Any) -> Any:
-        _refuse_crashing_copy(t, lambda: super(RealDynamicFakeConverter, self)._convert(t))
+        refuse_crashing_copy(t, lambda: super(RealDynamicFakeConverter, self)._convert(t))
         return super()._convert(t)
 
 
@@ -529,7 +395,7 @@ class FunctionalConverter(Converter):
         self._wrapped: dict[int, tuple[Any, Any]] = {}
 
     def _convert(self, t: Any) -> Any:
-        if any(_compressed_requiring_grad(u) for u in _family(t)):
+        if any(_compressed_requiring_grad(u) for u in family_of(t)):
             known_crash(
                 "FunctionalTensor.to_functional of a sparse compressed tensor that requires "
                 "grad aborts the process (c10::Error 'layout_impl is only implemented for "
@@ -587,7 +453,7 @@ class FunctionalConverter(Converter):
             torch._C._set_neg(w, f.is_neg())
         else:
             w = FunctionalTensor.to_functional(f)
-        grad = _safe_grad(f)
+        grad = any_grad(f)
         if grad is not None:
             w.grad = self._wrap(grad)
         self._wrapped[id(f)] = (f, w)
@@ -595,14 +461,6 @@ class FunctionalConverter(Converter):
 
     def close(self) -> None:
         self._wrapped.clear()
-
-
-def _safe_grad(t: Any) -> Any:
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # .grad of a non-leaf warns
-        return t.grad
 
 
 def _not_functionalizable(t: Any) -> str | None:
@@ -614,7 +472,7 @@ def _not_functionalizable(t: Any) -> str | None:
     from torch._subclasses.functional_tensor import FunctionalTensor
 
     fns = getattr(torch._C, "_functorch", None)
-    for u in _family(t):
+    for u in family_of(t):
         if isinstance(u, FunctionalTensor) or torch._is_functional_tensor(u):
             return "the tensor is already functional (FunctionalTensor.to_functional refuses it)"
         if fns is not None and fns.is_functorch_wrapped_tensor(u):
@@ -627,7 +485,7 @@ def _not_functionalizable(t: Any) -> str | None:
 
 def _compressed_requiring_grad(t: Any) -> bool:
     layout = str(t.layout).removeprefix("torch.")
-    return layout in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc") and t.requires_grad
+    return layout in COMPRESSED_LAYOUTS and t.requires_grad
 
 
 def _functional_unavailable() -> str | None:
@@ -797,3 +655,12 @@ def make_converter(name: str) -> Converter:
     if reason is not None:
         raise Unsupported(f"converter {name!r} is not available with this torch: {reason}")
     return spec.factory()
+
+
+def convert_all(converter: Converter, tensors: Sequence[Any], order: Sequence[int]) -> list[Any]:
+    """Convert ``tensors`` through one converter, visiting them in ``order``
+    (None for a tensor ``order`` leaves out)."""
+    converted: list[Any] = [None] * len(tensors)
+    for i in order:
+        converted[i] = converter.convert(tensors[i])
+    return converted

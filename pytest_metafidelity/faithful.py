@@ -1,35 +1,8 @@
 """assert_faithful / check_faithful: convert tensors and run the checks.
 
 Works without pytest.  One converter instance converts all the tensors given
-(in ``order``), so memo and aliasing bugs across tensors show.
-
-Outcome statuses, per converter:
-
-``passed``
-    every selected check holds.
-``failed``
-    a check found a difference no known difference explains, or the
-    conversion raised something other than a documented refusal -- or, with
-    ``strict=True``, a known difference occurred or an entry passed
-    unexpectedly.
-``unsupported``
-    the converter refused in a way torch documents (it returned
-    NotImplemented, raised ``UnsupportedFakeTensorException`` or Dynamo's
-    "unimplemented"), or it is not available with this torch; ``reason`` says
-    which.
-``known-difference``
-    every difference found is a registered known difference
-    (:mod:`.known_differences`); ``reason`` lists the entry ids.
-``unexpectedly-passing``
-    a registered known difference expected for these tensors did not occur
-    (fixed upstream?); ``reason`` lists the entry ids.  Not a failure unless
-    ``strict=True``, but :func:`assert_faithful` warns
-    :class:`~.known_differences.UnexpectedlyPassing`.
-``internal-error``
-    a check (or the known-difference triage) raised: a bug on our side,
-    not a finding about torch.  ``internal_errors`` holds each error with
-    its traceback; no known difference can explain it, and it fails in
-    every mode.
+(in ``order``), so memo and aliasing bugs across tensors show.  The
+statuses of the outcome are :mod:`.outcomes`'.
 """
 
 from __future__ import annotations
@@ -39,143 +12,33 @@ import functools
 import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from . import snapshots, torch_caches
 from .checks import Conversion, InternalError, Mismatch, all_checks, default_checks, run_checks
-from .converters import CONVERTERS, Unsupported, available_converters, make_converter
-from . import torch_caches
-from .reproducer import checked_reproducer, recipe_for, reproducer_source
+from .checks.behaviour import first_differing_step
+from .checks.wrappers import INNER_CHECKS
+from .converters import CONVERTERS, Unsupported, available_converters, convert_all, make_converter
+from .strategies.described import recipe_for
+from .outcomes import (FAILED, FAILING, INTERNAL, KNOWN, PASSED, STATUSES, UNSUPPORTED, XPASS,
+                       FidelityError, FidelityResult, Outcome)
+from .reproducer import Rerun, checked_reproducer, reproducer_source
+from .strategies.programs import Program, as_program, seeded_programs
 from .strategies.torch_errors import release_frames
 
 if TYPE_CHECKING:
     import torch
 
-    from .converters import Converter
-    from .strategies.programs import Program
     from .strategies.recipe import Recipe
 
-PASSED, FAILED, UNSUPPORTED, KNOWN = "passed", "failed", "unsupported", "known-difference"
-XPASS, INTERNAL = "unexpectedly-passing", "internal-error"
-STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS, INTERNAL)
-# The statuses that make a result not ok.
-FAILING = (FAILED, INTERNAL)
-
-
-@dataclasses.dataclass
-class Outcome:
-    """The result of one converter on the tensors.
-
-    ``mismatches``: the broken invariants that make it fail (with
-    ``strict``, known ones too).  ``known``: (entry id, mismatch) for each
-    difference a known-difference entry explains.  ``unexpectedly_passing``:
-    ids of entries that expected a difference that did not occur.
-    ``internal_errors``: the checks that crashed (status ``internal-error``)."""
-
-    converter: str
-    status: str  # one of STATUSES
-    mismatches: list[Mismatch] = dataclasses.field(default_factory=list)
-    reason: str = ""  # why unsupported, or which known differences matched
-    known: list[tuple[str, Mismatch]] = dataclasses.field(default_factory=list)
-    unexpectedly_passing: list[str] = dataclasses.field(default_factory=list)
-    internal_errors: list[InternalError] = dataclasses.field(default_factory=list)
-
-    def describe(self) -> str:
-        head = f"converter {self.converter!r}: {self.status}"
-        if self.reason:
-            head += f" ({self.reason})"
-        lines = [head, *("  " + e.describe().replace("\n", "\n  ") for e in self.internal_errors),
-                 *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)]
-        shown = {id(m) for m in self.mismatches}
-        for entry_id, m in self.known:
-            if id(m) not in shown:
-                lines.append(f"  known difference {entry_id}: "
-                             + m.describe().replace("\n", "\n  "))
-        return "\n".join(lines)
-
-
-class FidelityResult:
-    """The outcome of each converter, and ``reproducer``: runnable Python
-    that rebuilds the tensors and runs the failing converters and checks.
-    The reproducer may be given as a function making it: it is then made
-    on first use (most results are read only for their statuses)."""
-
-    def __init__(self, outcomes: list[Outcome], reproducer: str | Callable[[], str]) -> None:
-        self.outcomes = outcomes
-        self._reproducer = reproducer
-
-    @property
-    def reproducer(self) -> str:
-        if callable(self._reproducer):
-            self._reproducer = self._reproducer()
-        return self._reproducer
-
-    def __repr__(self) -> str:
-        return f"FidelityResult(outcomes={self.outcomes!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, FidelityResult):
-            return NotImplemented
-        return self.outcomes == other.outcomes and self.reproducer == other.reproducer
-
-    @property
-    def ok(self) -> bool:
-        return all(o.status not in FAILING for o in self.outcomes)
-
-    @property
-    def failures(self) -> list[Outcome]:
-        """The outcomes that failed or met an internal error."""
-        return [o for o in self.outcomes if o.status in FAILING]
-
-    @property
-    def internal_errors(self) -> list[InternalError]:
-        return [e for o in self.outcomes for e in o.internal_errors]
-
-    @property
-    def unexpectedly_passing(self) -> list[Outcome]:
-        return [o for o in self.outcomes if o.status == XPASS]
-
-    def outcome(self, converter: str) -> Outcome:
-        for o in self.outcomes:
-            if o.converter == converter:
-                return o
-        raise KeyError(converter)
-
-    def describe(self) -> str:
-        parts = [o.describe() for o in self.outcomes]
-        parts.append("Reproducer (runnable Python):\n" + self.reproducer)
-        return "\n".join(parts)
-
-
-class FidelityError(AssertionError):
-    """Conversion was not faithful, or a check crashed.  ``.result`` holds the
-    structured result.  When a check crashed, the error is chained to what
-    it raised (``__cause__``), so the traceback shows where."""
-
-    def __init__(self, result: FidelityResult) -> None:
-        self.result = result
-        broken = sum(len(o.mismatches) for o in result.failures)
-        internal = result.internal_errors
-        head = f"{broken} broken invariant(s) across {len(result.failures)} converter(s)"
-        if internal:
-            checks = ", ".join(dict.fromkeys(repr(e.check) for e in internal))
-            head = (f"internal error in check {checks} (a bug in pytest-metafidelity or in a "
-                    "registered check, not in torch)" + (f"; {head}" if broken else ""))
-        super().__init__(head + "\n" + result.describe())
-        if internal:
-            self.__cause__ = internal[0].error
-
+__all__ = [
+    "FAILED", "FAILING", "INTERNAL", "KNOWN", "PASSED", "STATUSES", "UNSUPPORTED", "XPASS",
+    "FidelityError", "FidelityResult", "Outcome", "assert_faithful", "check_faithful",
+    "convert_all", "rerun_like",
+]
 
 def _validate(names: Sequence[str] | None, registry: dict[str, Any], what: str) -> None:
     for n in names or ():
         if n not in registry:
             raise ValueError(f"unknown {what} {n!r}; allowed: {', '.join(registry)}")
-
-
-def convert_all(converter: "Converter", tensors: Sequence["torch.Tensor"], order: Sequence[int]
-                ) -> list["torch.Tensor | None"]:
-    """Convert ``tensors`` through one converter, visiting them in ``order``."""
-    converted: list["torch.Tensor | None"] = [None] * len(tensors)
-    for i in order:
-        converted[i] = converter.convert(tensors[i])
-    return converted
 
 
 def check_faithful(
@@ -184,7 +47,7 @@ def check_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
-    program: Any = None,
+    program: "Program | str | None" = None,
     programs: int = 0,
 ) -> FidelityResult:
     """Convert ``tensors`` with each converter (default: every converter
@@ -194,14 +57,12 @@ def check_faithful(
     ``program``: a program (source text, or a ``Program``) the ``behaviour``
     check runs on the real and the converted tensors.  ``programs=N``: also
     run ``behaviour`` with N seeded random programs, each on a fresh
-    conversion (:mod:`.program_runs`)."""
+    conversion (:func:`_check_with_programs`)."""
     if programs:
-        from .program_runs import check_with_programs
-
         if program is not None:
             raise ValueError("give program= (one program) or programs=N (random ones), not both")
-        return check_with_programs(tensors, programs, converters=converters, checks=checks,
-                                   order=order, strict=strict)
+        return _check_with_programs(tensors, programs, converters=converters, checks=checks,
+                                    order=order, strict=strict)
     if isinstance(converters, str):
         converters = [converters]
     converters = list(converters or available_converters())
@@ -221,12 +82,11 @@ def check_faithful(
         release_frames(e)
         recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
     if program is not None:
-        from .program_runs import as_program
-
         program = as_program(program, names)
     outcomes = []
     for name in converters:
-        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program))
+        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program,
+                                       None if isinstance(recipe, Exception) else recipe))
     torch_caches.conversion_done(len(converters))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
@@ -253,8 +113,25 @@ def _reproducer(recipe: "Recipe | Exception", outcomes: list[Outcome], converter
     shown = _program_shown(program, outcomes)
     source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
                                program=shown)
-    return checked_reproducer(source, recipe, [o for o in outcomes if o.converter in failing],
-                              checks=failing_checks, order=order, strict=strict, program=shown)
+    failing_outcomes = [o for o in outcomes if o.converter in failing]
+    return checked_reproducer(source, recipe, failing_outcomes, rerun_like(
+        failing_outcomes, checks=failing_checks, order=order, strict=strict, program=shown))
+
+
+def rerun_like(outcomes: Sequence[Outcome], *, checks: Sequence[str] | None,
+               order: Sequence[int] | None, strict: bool = False,
+               program: "Program | None" = None) -> Rerun:
+    """Checks tensors again as ``outcomes`` were checked (their converters,
+    ``checks``, ``order``, ``strict``, ``program``): what a reproducer
+    written from the tensors' metadata is run with before it is shown
+    (:func:`~.reproducer.checked_reproducer`)."""
+    converters = [o.converter for o in outcomes]
+
+    def rerun(tensors: Sequence["torch.Tensor"]) -> list[Outcome]:
+        return check_faithful(*tensors, converters=converters, checks=checks, order=order,
+                              strict=strict, program=program).outcomes
+
+    return rerun
 
 
 def _program_shown(program: "Program | None", outcomes: Sequence[Outcome]
@@ -262,8 +139,6 @@ def _program_shown(program: "Program | None", outcomes: Sequence[Outcome]
     """The program for the reproducer: up to its first differing step."""
     if program is None:
         return None
-    from .checks.behaviour import first_differing_step
-
     first = first_differing_step([m for o in outcomes for m in o.mismatches])
     return program if first is None else program.prefix(first + 1)
 
@@ -272,8 +147,6 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
     """The checks that ran on a conversion that succeeded: the selected
     ones (with the inner-tensor checks ``wrappers`` runs), and
     ``conversion`` -- it did not raise."""
-    from .checks.wrappers import INNER_CHECKS
-
     ran = set(checks or default_checks())
     if "wrappers" in ran:
         ran |= set(INNER_CHECKS)
@@ -283,27 +156,33 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
 def _one_converter(
     name: str, names: Sequence[str], tensors: Sequence["torch.Tensor"],
     checks: Sequence[str] | None, order: Sequence[int], strict: bool = False,
-    program: "Program | None" = None,
+    program: "Program | None" = None, recipe: "Recipe | None" = None,
 ) -> Outcome:
-    from .checks.purity import capture
-
     # Until the conversion succeeds, the known-difference registry sees the
     # real tensors only (a conversion that raised has no converted tensors).
     conversion = Conversion(tuple(names), tuple(tensors), (None,) * len(tensors), None,
                             order=tuple(order))
+    # Setting the converter up and snapshotting the tensors are ours: what
+    # they raise is an internal error; only the conversion itself can fail.
     try:
         converter = make_converter(name)
-        conversion.converter = converter
-        try:
-            before = capture(tuple(names), tuple(tensors))
-            fakes = convert_all(converter, tensors, order)
-            after = capture(tuple(names), tuple(tensors))
-        except Exception:
-            converter.close()
-            raise
     except Unsupported as e:
         return Outcome(name, UNSUPPORTED, reason=str(e))
+    except Exception as e:
+        return _internal_error(name, "converter set-up", e)
+    conversion.converter = converter
+    try:
+        before = snapshots.capture(tuple(names), tuple(tensors))
+    except Exception as e:
+        converter.close()
+        return _internal_error(name, "snapshots", e)
+    try:
+        fakes = convert_all(converter, tensors, order)
+    except Unsupported as e:
+        converter.close()
+        return Outcome(name, UNSUPPORTED, reason=str(e))
     except Exception as e:  # the converter crashed: a fidelity failure
+        converter.close()
         import traceback
 
         where = traceback.extract_tb(e.__traceback__)[-1]
@@ -313,13 +192,18 @@ def _one_converter(
             real="a converted tensor", fake=f"{type(e).__name__}: {e}",
             detail=f"raised at {where.filename}:{where.lineno} in {where.name}")
         return _judge(name, [m], conversion, {"conversion"}, strict)
+    try:
+        after = snapshots.capture(tuple(names), tuple(tensors))
+    except Exception as e:
+        converter.close()
+        return _internal_error(name, "snapshots", e)
     # From here on, whatever raises is ours (a check, the triage): an
     # internal error, never a finding.
     try:
         probes: list[Callable[[], list[Mismatch]]] = []
         converted = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
                                order=tuple(order), before=before, after=after,
-                               release_probes=probes, program=program)
+                               release_probes=probes, program=program, recipe=recipe)
         del fakes
         internal: list[InternalError] = []
         mismatches = run_checks(converted, list(checks) if checks else None, internal)
@@ -339,6 +223,45 @@ def _one_converter(
         return outcome
     finally:
         converter.close()
+
+
+def _internal_error(converter: str, where: str, error: Exception) -> Outcome:
+    """The outcome of a converter whose run crashed in our own code (``where``)."""
+    return Outcome(converter, INTERNAL, internal_errors=[InternalError(where, error)])
+
+
+def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *, seed: int = 0,
+                         **kwargs: Any) -> FidelityResult:
+    """``check_faithful(..., programs=n)``: the tensors checked once with the
+    selected checks; then each of ``n`` seeded programs
+    (:func:`~.strategies.programs.seeded_programs`, the same programs every
+    run) on a fresh conversion -- a program mutates the converted tensors --
+    with the ``behaviour`` check only.  The first program that fails gives
+    the result (its reproducer replays that program, up to the differing
+    step); otherwise the operator differences the programs met are added to
+    the first result's outcomes as known differences."""
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise ValueError(f"programs={n!r} must be a non-negative int")
+    result = check_faithful(*tensors, **kwargs)
+    if not result.ok:
+        return result
+    behaviour_only = {**kwargs, "checks": ["behaviour"]}
+    for program in seeded_programs(tuple(tensors), n, seed=seed):
+        if not program.steps:
+            break  # programs do not apply to these tensors (program.reason)
+        run = check_faithful(*tensors, program=program, **behaviour_only)
+        if not run.ok:
+            return run
+        for base, extra in zip(result.outcomes, run.outcomes):
+            if not extra.known:
+                continue
+            base.known.extend(extra.known)
+            ids = sorted({entry_id for entry_id, _ in base.known})
+            if base.status == PASSED:
+                base.status = KNOWN
+            if base.status == KNOWN:
+                base.reason = "known differences: " + ", ".join(ids)
+    return result
 
 
 def _run_probes(probes: list[Callable[[], list[Mismatch]]],
@@ -401,7 +324,7 @@ def assert_faithful(
     checks: Sequence[str] | None = None,
     order: Sequence[int] | None = None,
     strict: bool = False,
-    program: Any = None,
+    program: "Program | str | None" = None,
     programs: int = 0,
 ) -> FidelityResult:
     """Like :func:`check_faithful`, but raise :class:`FidelityError` listing

@@ -85,7 +85,7 @@ class FidelitySession:
         self.distributing = isolation.is_distributing(config)
         self.reproducers = os.path.join(str(config.rootpath), opts.reproducers)
         if not self.distributing:  # this process runs the examples
-            from .converters import run_known_crashes_in_children
+            from .crash_guards import run_known_crashes_in_children
 
             run_known_crashes_in_children(opts.run_known_crashes)
         # --collect-only (how HypoFuzz collects): no example runs in this

@@ -75,7 +75,7 @@ def memory_is_readable(t: Any) -> bool:
     """A plain CPU strided tensor whose storage holds every byte it reaches."""
     import torch
 
-    from .converters import storage_too_small
+    from .strategies.tensor_facts import storage_too_small
 
     try:
         return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided

@@ -1,42 +1,28 @@
 """Reproducers: runnable Python that rebuilds the tensors and re-runs the check.
 
 Tensors drawn from our strategies carry their recipe, which is replayed
-verbatim.  For tensors made by hand, :func:`~.described.describe_as_recipe`
+verbatim.  For tensors made by hand, :func:`~.strategies.described.describe_as_recipe`
 writes a recipe from their metadata; before such a reproducer is shown,
 :func:`checked_reproducer` runs it once and shows it only if the rebuilt
-tensors give the same outcome -- else it says what is missing.
+tensors give the same outcome -- else it says what is missing.  Running it
+is the caller's: it hands over ``rerun``, which checks the rebuilt tensors
+as the outcomes were checked (:func:`~.faithful.rerun_like`), so this
+module writes and compares, and never calls back up into ``faithful``.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Callable, Sequence
 
-from .described import DescribedRecipe, describe_as_recipe
-from .strategies.recipe import Recipe, recipe_of
+from .strategies.described import DescribedRecipe
+from .strategies.programs import Program
+from .outcomes import Outcome
+from .strategies.recipe import Recipe
 
-if TYPE_CHECKING:
-    from .faithful import Outcome
-
-
-def recipe_for(tensors: Sequence[Any]) -> Recipe:
-    """The recipe that rebuilds ``tensors`` in order, outputs renamed if needed."""
-    recipes = [recipe_of(t) for t in tensors]
-    first = recipes[0] if recipes else None
-    if first is not None and all(r is first for r in recipes):
-        # Map each tensor to the output it is (the same recipe may have built
-        # them in another order, or the user passes a subset).
-        with_names = _outputs_matching(first, tensors)
-        if with_names is not None:
-            return Recipe(first.lines, with_names, first.imports, first.contexts, first.kinds)
-    return describe_as_recipe(tensors)
-
-
-def _outputs_matching(recipe: Recipe, tensors: Sequence[Any]) -> tuple[str, ...] | None:
-    if len(tensors) == len(recipe.outputs):
-        return recipe.outputs
-    return None
+# Checks tensors again as some outcomes were checked: their outcomes.
+Rerun = Callable[[Sequence[Any]], Sequence[Outcome]]
 
 
 def reproducer_source(
@@ -45,7 +31,7 @@ def reproducer_source(
     converters: Sequence[str],
     checks: Sequence[str] | None,
     order: Sequence[int] | None = None,
-    program: Any = None,
+    program: Program | None = None,
 ) -> str:
     """A standalone script: rebuild the tensors, then run the same check
     (with ``program``, a ``behaviour`` program: its source is printed
@@ -55,7 +41,7 @@ def reproducer_source(
     if order is not None and list(order) != list(range(len(recipe.outputs))):
         extra += f", order={list(order)!r}"
     steps = ""
-    if program is not None and getattr(program, "steps", ()):
+    if program is not None and program.steps:
         steps = ("\nfrom pytest_metafidelity.strategies.programs import Program\n"
                  f"program = Program.parse({_quoted(program.source)}, "
                  f"inputs={list(program.inputs)!r})\n")
@@ -95,7 +81,7 @@ def converter_imports(converters: Sequence[str]) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def outcome_key(outcome: "Outcome") -> tuple[Any, ...]:
+def outcome_key(outcome: Outcome) -> tuple[Any, ...]:
     """What a reproducer must give again: the status, what broke (check,
     tensor, attribute), the known differences and the checks that crashed."""
     return (outcome.status,
@@ -105,47 +91,41 @@ def outcome_key(outcome: "Outcome") -> tuple[Any, ...]:
             tuple(sorted({e.check for e in outcome.internal_errors})))
 
 
-def reproduction_gaps(recipe: Recipe, outcomes: Sequence["Outcome"], *,
-                      checks: Sequence[str] | None, order: Sequence[int] | None,
-                      strict: bool = False, program: Any = None) -> list[str]:
+def reproduction_gaps(recipe: Recipe, outcomes: Sequence[Outcome], rerun: Rerun) -> list[str]:
     """Rebuild the tensors from ``recipe`` in this process, check them again
-    as ``outcomes`` were, and say how the outcomes differ (empty: the
-    recipe reproduces them)."""
-    from .faithful import check_faithful
-
+    with ``rerun`` (as ``outcomes`` were), and say how the outcomes differ
+    (empty: the recipe reproduces them)."""
     try:
         with recipe.active_contexts() as namespace:
             rebuilt = recipe.build_in(namespace)
-            again = check_faithful(*rebuilt, converters=[o.converter for o in outcomes],
-                                   checks=checks, order=order, strict=strict, program=program)
+            again = rerun(rebuilt)
     except Exception as e:
         return [f"running it raised {type(e).__name__}: {e}"]
     gaps = []
-    for before, after in zip(outcomes, again.outcomes):
+    for before, after in zip(outcomes, again):
         if outcome_key(before) != outcome_key(after):
             gaps.append(f"converter {before.converter!r}: {_summary(before)} with the given "
                         f"tensors, {_summary(after)} with the rebuilt ones")
     return gaps
 
 
-def _summary(outcome: "Outcome") -> str:
+def _summary(outcome: Outcome) -> str:
     found = sorted({f"{m.check}: {m.path}: {m.attribute}" for m in outcome.mismatches}
                    | {f"internal error in {e.check}" for e in outcome.internal_errors}
                    | {f"known difference {i}" for i, _ in outcome.known})
     return outcome.status + (f" [{'; '.join(found)}]" if found else "")
 
 
-def checked_reproducer(source: str, recipe: Recipe, outcomes: Sequence["Outcome"], *,
-                       checks: Sequence[str] | None, order: Sequence[int] | None,
-                       strict: bool = False, program: Any = None) -> str:
+def checked_reproducer(source: str, recipe: Recipe, outcomes: Sequence[Outcome],
+                       rerun: Rerun) -> str:
     """``source`` (the reproducer of ``recipe``) if it is replayed from a
     strategy's recipe, or if the tensors it rebuilds give ``outcomes``
-    again; else what is missing from it, with the code commented out."""
+    again under ``rerun``; else what is missing from it, with the code
+    commented out."""
     if not isinstance(recipe, DescribedRecipe):
         return source
     missing = list(recipe.missing)
-    gaps = [] if missing else reproduction_gaps(recipe, outcomes, checks=checks, order=order,
-                                                strict=strict, program=program)
+    gaps = [] if missing else reproduction_gaps(recipe, outcomes, rerun)
     if not gaps and not missing:
         return source
     lines = ["# No reproducer: the tensors were written from their metadata, and"]

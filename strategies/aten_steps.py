@@ -41,7 +41,7 @@ import keyword
 from typing import Any, Protocol, Sequence
 
 from .aten_vocabulary import AtenOp, vocabulary
-from .storage_bounds import storage_too_small
+from .tensor_facts import storage_too_small
 
 # Ops the programs never draw, with why.  Internal ops that trust their
 # arguments (no bounds or shape checks) could read or write outside a

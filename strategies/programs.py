@@ -58,10 +58,10 @@ from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
 
 from .aten_steps import aten_steps
+from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .storage_bounds import storage_too_small
-from .tensor_graph import walk_real
+from .tensor_facts import storage_too_small, walk_real
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -685,7 +685,7 @@ def applicable(recipe: Recipe) -> str | None:
         return "the tensors only exist inside a functorch level or mode"
     registry = all_kinds()
     for name in recipe.kinds:
-        if name == "described":  # tensors made by hand: plain_strided() judges them
+        if name == "described":  # tensors made by hand: why_not_plain() judges them
             continue
         declared = registry.get(name)
         if declared is None:
@@ -695,7 +695,18 @@ def applicable(recipe: Recipe) -> str | None:
     return None
 
 
-def plain_strided(tensors: Sequence[Any]) -> str | None:
+def as_program(program: "Program | str", names: Sequence[str]) -> Program:
+    """A ``Program`` from a ``Program`` or its source text (whose tensors
+    have the names ``names``, the reproducer's)."""
+    if isinstance(program, Program):
+        if len(program.inputs) != len(names):
+            raise ValueError(f"the program runs on {len(program.inputs)} tensor(s) "
+                             f"{list(program.inputs)}, but {len(names)} were given")
+        return program
+    return Program.parse(program, names)
+
+
+def why_not_plain(tensors: Sequence[Any]) -> str | None:
     """Why programs do not apply to ``tensors`` (and what they reach), or None."""
     import torch
 
@@ -716,8 +727,6 @@ def _recipe_of(tensors: Any) -> Recipe:
         return tensors
     if not isinstance(tensors, (tuple, list)):
         tensors = (tensors,)
-    from pytest_metafidelity.reproducer import recipe_for
-
     recipe = recipe_of(tensors[0]) if tensors else None
     if recipe is None or any(recipe_of(t) is not recipe for t in tensors):
         recipe = recipe_for(tensors)
@@ -733,7 +742,7 @@ def _scratch(recipe: Recipe) -> tuple[tuple[Any, ...] | None, str | None]:
         tensors = recipe.build()
     except Exception as e:
         return None, f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
-    reason = plain_strided(tensors)
+    reason = why_not_plain(tensors)
     return (None, reason) if reason is not None else (tensors, None)
 
 

@@ -53,10 +53,24 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.ge
 @pytest.fixture(scope="session", autouse=True)
 def _long_lived_objects_frozen():
     """What importing torch and the package made is never garbage: frozen,
-    the collection after each test looks only at what that test made."""
+    the collection after each test looks only at what that test made.
+
+    ``torch._dynamo`` is imported here, once, before any test: the
+    ``pytester`` fixture takes Python's modules back to what they were when
+    its test started, so a Dynamo first imported inside such a test (by a
+    conversion with a ShapeEnv) left the worker without it -- and Dynamo
+    cannot be imported twice in one process (its import registers the
+    ``_inductor_test`` operator library, which torch refuses to register
+    again): every later conversion on that worker failed to set its
+    converter up.  The package's checks and registry likewise: a check
+    module imported again registers a second copy of its check's state."""
     import torch  # noqa: F401
+    import torch._dynamo  # noqa: F401
 
     import pytest_metafidelity  # noqa: F401
+    from pytest_metafidelity import checks, faithful, known_differences  # noqa: F401
+
+    checks.all_checks()
 
     gc.collect()
     gc.freeze()
@@ -66,7 +80,7 @@ def _long_lived_objects_frozen():
 
 @pytest.fixture(autouse=True)
 def _leaves_torch_global_state_as_found(_long_lived_objects_frozen):
-    from pytest_metafidelity.checks.purity import read_state
+    from pytest_metafidelity.snapshots import read_state
 
     before = read_state()
     yield
@@ -84,7 +98,7 @@ def _leaves_torch_global_state_as_found(_long_lived_objects_frozen):
 def _changed(before: dict, after: dict) -> list[str]:
     """What differs between two readings of torch's global state, compared
     as the purity check compares them."""
-    from pytest_metafidelity.checks.purity import Snapshot, compare
+    from pytest_metafidelity.snapshots import Snapshot, compare
 
     return [f"{m.attribute}: {m.real!r} before, {m.fake!r} after"
             for m in compare(Snapshot([], before), Snapshot([], after))]

@@ -15,6 +15,7 @@ from pytest_metafidelity import FidelityError, assert_faithful, check_faithful
 from pytest_metafidelity.checks import Mismatch
 from pytest_metafidelity.checks.behaviour import StepMismatch
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
+from pytest_metafidelity.findings import StepDifference
 from pytest_metafidelity.known_differences import op_differences
 from pytest_metafidelity.strategies import Recipe, recipes
 from pytest_metafidelity.strategies.kinds import program_kinds
@@ -476,7 +477,7 @@ def test_the_unchecked_storage_bound_entry_needs_the_fake_past_the_bound(
     conversion = Conversion(("t0",), (t,), (None,), None)
     real = ("RuntimeError: setStorage: sizes [1], strides [1], storage offset 0, and itemsize 4 "
             "requiring a storage size of 4 are out of bounds for storage of size 0")
-    conversion.behaviour_differences = {("raised", real, fake, 1, (1,), "*")}
+    conversion.behaviour_differences = {StepDifference("raised", real, fake, 1, (1,), "*", "t0.set_()")}
     assert holds(Case("fake", "t0", t, (t,), conversion)) is explained
 
 
@@ -601,7 +602,8 @@ def test_the_empty_view_as_real_entry_needs_such_a_view_in_the_family() -> None:
 
     def case(t: Any, real_error: str) -> Case:
         conversion = Conversion(("t0",), (t,), (None,), None)
-        conversion.behaviour_differences = {("raised", real_error, "nothing", None, None, "*")}
+        conversion.behaviour_differences = {
+            StepDifference("raised", real_error, "nothing", None, None, "*", "t0.view_as_real()")}
         return Case("fake", "t0", t, (t, t._base), conversion)
 
     x = torch.zeros(1, dtype=torch.complex64, requires_grad=True)

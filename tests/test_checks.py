@@ -850,7 +850,7 @@ def test_a_conversion_that_raises_while_torch_prints_leaves_functorch_enabled(
 
 
 def test_purity_reports_a_functional_tensor_whose_value_was_replaced() -> None:
-    from pytest_metafidelity.checks.purity import FUNCTIONAL_VALUE
+    from pytest_metafidelity.snapshots import FUNCTIONAL_VALUE
 
     w = torch._to_functional_tensor(torch.randn(4))
 
@@ -912,7 +912,7 @@ def test_each_check_passes_on_correct_conversions(check: str) -> None:
 
 
 def test_purity_reads_field_by_field_when_a_field_cannot_be_read() -> None:
-    from pytest_metafidelity.checks.purity import read_tensor
+    from pytest_metafidelity.snapshots import read_tensor
 
     with torch.inference_mode():
         t = torch.randn(3)  # an inference tensor has no version counter

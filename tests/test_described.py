@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from pytest_metafidelity import check_faithful
 from pytest_metafidelity.converters import CONVERTERS, ConverterSpec
-from pytest_metafidelity.described import describe_as_recipe
+from pytest_metafidelity.strategies.described import describe_as_recipe
+from pytest_metafidelity.faithful import rerun_like
 from pytest_metafidelity.reproducer import checked_reproducer, reproduction_gaps
 from pytest_metafidelity.strategies import available_kinds, recipes
 
@@ -398,19 +399,20 @@ def test_every_kind_described_and_rebuilt_gives_the_same_outcome_or_says_why_not
     tensors = recipe.build()
     outcomes = check_faithful(*tensors, converters=CONVERTERS_COMPARED).outcomes
     described = describe_as_recipe(tensors)
-    gaps = [] if described.missing else reproduction_gaps(described, outcomes, checks=None,
-                                                          order=None)
+    gaps = [] if described.missing else reproduction_gaps(
+        described, outcomes, rerun_like(outcomes, checks=None, order=None))
     if not described.missing and len(compared := _reproducible(outcomes, gaps,
                                                                       tensors)) < len(outcomes):
         outcomes = compared
-        gaps = reproduction_gaps(described, outcomes, checks=None, order=None)
+        gaps = reproduction_gaps(described, outcomes,
+                                 rerun_like(outcomes, checks=None, order=None))
     if not described.missing and not described.approximations:
         assert not gaps, f"{gaps}\n{described.to_python()}\nfrom\n{recipe.to_python()}"
     if kind in REBUILT_FAITHFULLY:
         assert not described.missing and not gaps, (
             f"{described.missing} {gaps}\n{described.to_python()}\nfrom\n{recipe.to_python()}")
-    shown = checked_reproducer(described.to_python(), described, outcomes, checks=None,
-                               order=None)
+    shown = checked_reproducer(described.to_python(), described, outcomes,
+                               rerun_like(outcomes, checks=None, order=None))
     if gaps or described.missing:
         assert shown.startswith("# No reproducer")
         assert all(line.startswith("#") for line in shown.splitlines())

@@ -94,6 +94,66 @@ def test_a_crash_in_the_triage_is_an_internal_error(monkeypatch: pytest.MonkeyPa
     assert [e.check for e in outcome.internal_errors] == ["known-differences"]
 
 
+def test_a_crash_setting_the_converter_up_is_an_internal_error_not_a_conversion_failure() -> None:
+    from pytest_metafidelity.converters import (FakeConverter, register_converter,
+                                                unregister_converter)
+
+    class BrokenSetUp(FakeConverter):
+        name = "broken-set-up"
+
+        def __init__(self) -> None:
+            raise AttributeError("a typo in our converter's set-up")
+
+    register_converter(BrokenSetUp)
+    try:
+        outcome = check_faithful(torch.ones(2), converters=[BrokenSetUp.name]).outcomes[0]
+    finally:
+        unregister_converter(BrokenSetUp.name)
+    assert outcome.status == INTERNAL, outcome.describe()
+    assert outcome.mismatches == []  # never "conversion raised"
+    [error] = outcome.internal_errors
+    assert error.check == "converter set-up" and isinstance(error.error, AttributeError)
+
+
+@pytest.mark.parametrize("failing_call", [1, 2], ids=["before", "after"])
+def test_a_crash_in_the_snapshots_is_an_internal_error_not_a_conversion_failure(
+        failing_call: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_metafidelity import snapshots
+
+    real_capture = snapshots.capture
+    calls: list[int] = []
+
+    def capture(*args: Any) -> Any:
+        calls.append(1)
+        if len(calls) == failing_call:
+            raise TypeError("a bug in our snapshot code")
+        return real_capture(*args)
+
+    monkeypatch.setattr(snapshots, "capture", capture)
+    outcome = check_faithful(torch.ones(2), converters=["fake"]).outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    assert outcome.mismatches == []
+    assert [e.check for e in outcome.internal_errors] == ["snapshots"]
+    assert isinstance(outcome.internal_errors[0].error, TypeError)
+
+
+def test_a_crash_in_a_check_the_behaviour_check_reads_is_its_internal_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The behaviour check reads the storage and autograd checks' findings
+    at the start of a program: a crash there is no longer swallowed."""
+    from pytest_metafidelity.checks import storage
+
+    def broken(conv: Conversion) -> list[Mismatch]:
+        raise IndexError("a bug in a check")
+
+    monkeypatch.setattr(storage, "storage_check", broken)
+    outcome = check_faithful(torch.ones(2), converters=["fake"], checks=["behaviour"],
+                             program="t0.add_(1)").outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "behaviour" and isinstance(error.error, IndexError)
+
+
 def test_assert_faithful_raises_chained_to_the_checks_error(crashy: str) -> None:
     with pytest.raises(FidelityError) as info:
         assert_faithful(torch.ones(2), converters=["meta"], checks=[crashy])

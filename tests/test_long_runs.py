@@ -14,8 +14,8 @@ import torch
 
 from pytest_metafidelity import check_faithful
 from pytest_metafidelity.child import Ending, run_in_child
-from pytest_metafidelity.converters import (ConversionCrash, known_crash,
-                                            run_known_crashes_in_children)
+from pytest_metafidelity.crash_guards import (ConversionCrash, known_crash,
+                                              run_known_crashes_in_children)
 from pytest_metafidelity.suite import crashes, journal
 from pytest_metafidelity.suite.budget import FIRST_PASS_EXAMPLES, MIN_EXAMPLES, TimeBudget
 from pytest_metafidelity.suite.progress import Progress

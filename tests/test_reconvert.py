@@ -21,6 +21,7 @@ from pytest_metafidelity.checks import Conversion, reconvert as rc
 from pytest_metafidelity.converters import (CONVERTERS, ConverterSpec, FakeConverter,
                                             available_converters, make_converter)
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED, check_faithful
+from pytest_metafidelity.findings import Reconverted
 from pytest_metafidelity.strategies import meta_tensors
 
 ENTRY = "reconvert-memo-keyed-by-identity"
@@ -161,7 +162,7 @@ def test_a_change_the_tensor_refuses_gives_way_to_the_next() -> None:
     t = (torch.randn(6, requires_grad=True) * 2).reshape(2, 3)  # a view of a non-leaf
     conv = Conversion(("t0",), (t,), (None,), make_converter("fake"))
     found = rc.reconvert(conv, 0, [rc.CHANGES_BY_NAME["detach_"], rc.CHANGES_BY_NAME["t_()"]])
-    records = conv.reconvert_records  # type: ignore[attr-defined]
+    records = conv.reconvert_records
     assert [r.change for r in records] == ["t_()"] and records[0].stale
     assert {"shape after t_()", "stride() after t_()"} <= {m.attribute for m in found}
 
@@ -181,7 +182,7 @@ def test_the_check_draws_only_changes_that_alter_the_tensor() -> None:
 def test_a_change_said_not_to_alter_a_tensor_raises_or_changes_nothing(
         t: Any, change: rc.Change) -> None:
     from pytest_metafidelity.checks.behaviour import rebuild
-    from pytest_metafidelity.reproducer import recipe_for
+    from pytest_metafidelity.strategies.described import recipe_for
 
     recipe = recipe_for((t,))
     copies = rebuild(recipe, (t,), recipe.outputs)
@@ -214,13 +215,13 @@ def test_the_known_difference_needs_the_very_object_unchanged() -> None:
     conv = Conversion(("t0",), (t,), (None,), make_converter("fake"))
     case = kd.Case(converter="fake", path="t0.grad", tensor=t, family=(t,), conversion=conv)
     for record, holds in [
-        (rc.Reconverted("t0", "t_()", True, True, ("t0: shape",)), True),
-        (rc.Reconverted("t0", "t_()", False, False, ("t0: shape",)), False),  # a new object
-        (rc.Reconverted("t0", "t_()", True, False, ("t0: shape",)), False),  # updated, wrongly
-        (rc.Reconverted("t0", "t_()", True, True, ()), False),  # the change altered nothing
-        (rc.Reconverted("t1", "t_()", True, True, ("t1: shape",)), False),  # another tensor
+        (Reconverted("t0", "t_()", True, True, ("t0: shape",)), True),
+        (Reconverted("t0", "t_()", False, False, ("t0: shape",)), False),  # a new object
+        (Reconverted("t0", "t_()", True, False, ("t0: shape",)), False),  # updated, wrongly
+        (Reconverted("t0", "t_()", True, True, ()), False),  # the change altered nothing
+        (Reconverted("t1", "t_()", True, True, ("t1: shape",)), False),  # another tensor
     ]:
-        conv.reconvert_records = [record]  # type: ignore[attr-defined]
+        conv.reconvert_records = [record]
         assert entry.applies(case) is holds, record
 
 

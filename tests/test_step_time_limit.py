@@ -184,7 +184,10 @@ def test_a_symbolic_view_whose_guard_explodes_is_stopped_and_known() -> None:
 ])
 def test_the_explosion_entry_reads_only_steps_stopped_in_get_implications(
         recorded: tuple, holds: bool) -> None:
-    assert behaviour_step_stuck_in_implications(recorded) is holds
+    from pytest_metafidelity.findings import StepDifference
+
+    step = StepDifference(*recorded, "p = t0.view(-1)")
+    assert behaviour_step_stuck_in_implications(step) is holds
 
 
 STEP_LIMIT_SPY = '''

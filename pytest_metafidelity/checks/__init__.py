@@ -22,43 +22,26 @@ import dataclasses
 import importlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
+from ..findings import CheckCrashed, InternalError, Mismatch, Reconverted, StepDifference
+
 if TYPE_CHECKING:
     import torch
 
     from ..converters import Converter
+    from ..snapshots import Snapshot
     from ..strategies.programs import Program
-    from .purity import Snapshot
+    from ..strategies.recipe import Recipe
+
+__all__ = [
+    "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError", "Mismatch",
+    "all_checks", "check", "default_checks", "run_checks",
+]
 
 # Modules defining checks, in report order.
 CHECK_MODULES = (
     "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
     "purity", "behaviour", "reconvert",
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Mismatch:
-    """One broken invariant: which check, where, which attribute, real vs fake."""
-
-    check: str
-    path: str  # e.g. "t0", "t0._base", "t1.grad"
-    attribute: str
-    real: Any
-    fake: Any
-    detail: str = ""
-
-    def describe(self) -> str:
-        text = (
-            f"[{self.check}] {self.path}: {self.attribute} differs\n"
-            f"    real: {self.real!r}\n"
-            f"    fake: {self.fake!r}"
-        )
-        return text + (f"\n    ({self.detail})" if self.detail else "")
-
-    @property
-    def signature(self) -> str:
-        """Stable de-duplication key: check and attribute, not values."""
-        return f"{self.check}:{self.attribute}"
 
 
 @dataclasses.dataclass
@@ -77,7 +60,11 @@ class Conversion:
     probe instead of converting everything again; the owner of the converted
     tensors (:func:`~pytest_metafidelity.faithful.check_faithful`) drops
     them, with this Conversion, and calls each probe.  None: the check does
-    it on its own."""
+    it on its own.  ``program``: the program the ``behaviour`` check runs.
+    ``recipe``: the recipe that rebuilds the real tensors (the ``behaviour``
+    and ``reconvert`` checks run on copies it makes); None where it could
+    not be written, or for a Conversion built by hand (the checks then
+    write it from the tensors)."""
 
     names: tuple[str, ...]
     real: tuple["torch.Tensor", ...]
@@ -91,6 +78,18 @@ class Conversion:
     inner: bool = False
     release_probes: list[Callable[[], list["Mismatch"]]] | None = None
     program: "Program | None" = None
+    recipe: "Recipe | None" = None
+    # What the program checks saw, for their known differences to read
+    # (:mod:`..findings`): ``behaviour`` records the steps' differences no
+    # control explained, the ids of the known differences a differing step
+    # followed from, the carried tensors read where their storage was never
+    # copied, and the operator differences it attributed steps to;
+    # ``reconvert``, each second conversion.
+    behaviour_differences: set[StepDifference] = dataclasses.field(default_factory=set)
+    behaviour_follows: set[str] = dataclasses.field(default_factory=set)
+    behaviour_uncopied_reads: set[str] = dataclasses.field(default_factory=set)
+    op_differences: set[str] = dataclasses.field(default_factory=set)
+    reconvert_records: list[Reconverted] = dataclasses.field(default_factory=list)
 
     def pairs(self) -> Iterator[tuple[str, "torch.Tensor", "torch.Tensor | None"]]:
         return iter(zip(self.names, self.real, self.fake))
@@ -181,46 +180,6 @@ def default_checks() -> list[str]:
     """The checks run when none are named, in report order: every
     registered check but the opt-in ones."""
     return [name for name, spec in all_checks().items() if spec.default]
-
-
-class CheckCrashed(Exception):
-    """A check raised instead of returning its mismatches: a bug in the check
-    (or in the code it calls), never a finding about torch.  Chained to what
-    the check raised (``__cause__``)."""
-
-    def __init__(self, check: str) -> None:
-        super().__init__(f"internal error in check {check!r}")
-        self.check = check
-
-
-@dataclasses.dataclass(frozen=True)
-class InternalError:
-    """A check that crashed: ``error`` is what it raised, with its traceback.
-    Kept apart from :class:`Mismatch` so that no known difference can ever
-    explain it away."""
-
-    check: str
-    error: BaseException
-
-    @property
-    def signature(self) -> str:
-        return f"internal-error:{self.check}:{type(self.error).__name__}"
-
-    def traceback(self) -> str:
-        """The traceback from the check's own frame down (and anything the
-        error is chained to)."""
-        import traceback
-
-        tb = self.error.__traceback__
-        # run_checks' own frame says nothing about the crash.
-        while tb is not None and tb.tb_frame.f_locals.get("__tracebackhide__"):
-            tb = tb.tb_next
-        return "".join(traceback.format_exception(type(self.error), self.error, tb))
-
-    def describe(self) -> str:
-        return (f"[internal error in check {self.check!r}] a bug in pytest-metafidelity or in "
-                f"a registered check, not a difference in torch:\n"
-                + "    " + self.traceback().rstrip().replace("\n", "\n    "))
 
 
 def run_checks(conversion: Conversion, names: list[str] | None = None,

@@ -3,7 +3,7 @@ tensors (bases, grads, subclass inner tensors) walked on the real and the
 converted side in lockstep, a tensor at a path.
 
 The graph of one side, and reading it safely, are the strategies' own
-(``strategies.tensor_graph``, ``strategies.torch_errors``): their names
+(``strategies.tensor_facts``, ``strategies.torch_errors``): their names
 stay importable from here, where the checks and known differences import
 them.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..strategies.tensor_graph import (base_of, functorch_unwrapped, grad_of, inner_tensors,
+from ..strategies.tensor_facts import (base_of, functorch_unwrapped, grad_of, inner_tensors,
                                        is_view, walk_real)
 from ..strategies.torch_errors import safe
 

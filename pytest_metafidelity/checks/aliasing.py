@@ -22,17 +22,10 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import Conversion, Mismatch, check
+from ..strategies.tensor_facts import storage_key, version_partition
 from ._util import base_of, is_view, related, safe
 
-__all__ = ["aliasing_check", "related", "storage_key"]
-
-
-def storage_key(t: Any) -> Any:
-    """Identity of ``t``'s storage, or None when it has none (sparse, ...)."""
-    try:
-        return t.untyped_storage()._cdata
-    except Exception:
-        return None
+__all__ = ["aliasing_check", "related", "storage_key", "version_partition"]
 
 
 def _partition(keys: list[Any]) -> list[int]:
@@ -41,49 +34,6 @@ def _partition(keys: list[Any]) -> list[int]:
     nothing, as a node alone on its storage does: its own index."""
     first: dict[Any, int] = {}
     return [first.setdefault(k, i) if k is not None else i for i, k in enumerate(keys)]
-
-
-def _version(t: Any) -> int | None:
-    return safe(lambda: int(t._version))
-
-
-def version_partition(tensors: list[Any]) -> list[Any]:
-    """Which tensors share a version counter: bump each in turn, see whose
-    ``_version`` moved, put the counter back.  None for a tensor without a
-    readable version counter (inference tensors)."""
-    import torch
-
-    bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
-    restore = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
-    if bump is None or restore is None:
-        return [None] * len(tensors)
-    labels: list[Any] = [None] * len(tensors)
-    for i, t in enumerate(tensors):
-        if labels[i] is not None or _version(t) is None:
-            continue
-        before = [_version(u) for u in tensors]
-        own = before[i]
-        if own is None:
-            continue
-        try:
-            bump(t)
-        except Exception:
-            continue
-        try:
-            after = [_version(u) for u in tensors]
-        finally:
-            _set_version(restore, t, own)
-        for j, (a, b) in enumerate(zip(before, after)):
-            if a is not None and b is not None and a != b and labels[j] is None:
-                labels[j] = i
-    return labels
-
-
-def _set_version(restore: Callable[..., Any], t: Any, value: int) -> None:
-    try:
-        restore((t,), (value,))
-    except TypeError:  # older signature: one tensor, one int
-        restore(t, value)
 
 
 @check("aliasing", "same storage sharing, object identity, _base links and version counters")

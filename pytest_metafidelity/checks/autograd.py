@@ -21,21 +21,13 @@ from typing import Any
 
 from ..strategies.torch_errors import release_frames
 from . import Conversion, Mismatch, check
+from ..strategies.tensor_facts import creation_meta
 from ._util import base_of, is_view, related, safe
 
 DESIGNED_ERROR = "Tried to backward() through example input"
 # The converter's designed errors: DelayedError for a cut history; the Error
 # node torch._mirror_autograd_meta_to gives (C++) functional tensors.
 DESIGNED_ERRORS = (DESIGNED_ERROR, "Cannot backprop through mirrored meta")
-
-
-def creation_meta(t: Any) -> Any:
-    import torch
-
-    get = getattr(torch._C._autograd, "_get_creation_meta", None)
-    if get is None or not is_view(t):
-        return None
-    return safe(lambda: str(get(t)))
 
 
 def _leaves(t: Any) -> list[Any]:

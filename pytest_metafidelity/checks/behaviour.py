@@ -51,10 +51,19 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from .. import snapshots
+from ..converters import convert_all
+from ..strategies.described import recipe_for
+from ..strategies.programs import run_step, why_not_plain
+from ..findings import StepDifference
 from . import Conversion, Mismatch, check, step_time_limit
+from ..strategies.tensor_facts import creation_meta, plain_strided, storage_key, version_partition
 from ._util import walk_real
+
+if TYPE_CHECKING:
+    from ..known_differences.triage import Triage
 
 CHECK = "behaviour"
 # The attribute of a step that ran past the step time limit on one side
@@ -95,8 +104,6 @@ class Side:
         return tuple(self.namespace.get(n) for n in names)
 
     def run(self, step: Any) -> BaseException | None:
-        from ..strategies.programs import run_step
-
         with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
             return step_time_limit.run_within(step_time_limit.current_limit(),
@@ -254,9 +261,9 @@ class Lockstep:
         """Whether known differences explain every one of ``mismatches``
         (then what follows from them is not a new difference)."""
         t = self._triage(mismatches, {"aliasing"})
-        return t is not None and not t.unexplained
+        return not t.unexplained
 
-    def _triage(self, mismatches: list[Mismatch], checks: set[str]) -> Any:
+    def _triage(self, mismatches: list[Mismatch], checks: set[str]) -> "Triage":
         from ..known_differences import triage
 
         live = [n for n in self.real.live if n in self.other.live]
@@ -264,10 +271,8 @@ class Lockstep:
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=order)
         name = getattr(getattr(self.reader, "converter", None), "name", "?")
-        try:
-            return triage(name, mismatches, conv, checks)
-        except Exception:
-            return None
+        # (a crash in the triage is ours: an internal error of this check)
+        return triage(name, mismatches, conv, checks)
 
     def known_at_start(self) -> dict[str, set[str]]:
         """Tensor name -> ids of the known differences it (or what it
@@ -281,10 +286,7 @@ class Lockstep:
                           self.reader, order=self.order)
         found = list(self.found_at_start)
         for fn in (storage_check, autograd_check):
-            try:
-                found += fn(conv)
-            except Exception:
-                pass
+            found += fn(conv)  # (a crash is ours: an internal error of this check)
         t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
         known: dict[str, set[str]] = {}
         attributes: dict[str, set[str]] = {}  # entry id -> what it explained
@@ -381,8 +383,6 @@ def _version_groups_differ(names: Sequence[str], real: Sequence[Any],
                            other: Sequence[Any]) -> set[str]:
     """Names whose version-counter group (the tensors sharing its counter)
     is not the same on both sides."""
-    from .aliasing import version_partition
-
     r, o = version_partition(list(real)), version_partition(list(other))
 
     def group(labels: list[Any], i: int) -> frozenset[int]:
@@ -424,8 +424,6 @@ def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
             return None
     except Exception:  # not rebuilt, or not comparable: no copies
         return None
-    from .autograd import creation_meta
-
     rebuilt = dict(walk_real(names, copies))
     for path, t in walk_real(names, originals):
         if path not in rebuilt or creation_meta(t) != creation_meta(rebuilt[path]):
@@ -478,21 +476,17 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
         return []
-    from ..reproducer import recipe_for
-    from ..strategies.programs import plain_strided
-    from .purity import capture
-
-    if plain_strided(conv.real) is not None or any(f is None for f in conv.fake):
+    if why_not_plain(conv.real) is not None or any(f is None for f in conv.fake):
         return []
     names = tuple(program.inputs)  # the program's names for the tensors, in order
     if len(names) != len(conv.real):
         return []
-    recipe = recipe_for(conv.real)
+    recipe = conv.recipe if conv.recipe is not None else recipe_for(conv.real)
     copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return []
     with _own_conversion(conv) as (converter, fakes):
-        before = capture(names, tuple(conv.real))
+        before = snapshots.capture(names, tuple(conv.real))
         return _run_program(conv, recipe, names, program, copies, converter, fakes, before)
 
 
@@ -507,8 +501,6 @@ def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     if fresh is None:
         yield conv.converter, tuple(conv.fake)
         return
-    from ..faithful import convert_all
-
     converter = fresh()
     try:
         order = conv.order if conv.order is not None else range(len(conv.real))
@@ -520,8 +512,6 @@ def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
 def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any,
                  copies: Any, converter: Any, fakes: tuple[Any, ...],
                  before: Any) -> list[Mismatch]:
-    from .purity import capture, compare
-
     reader = _ReadAs(converter)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, fakes, _fake_mode(fakes)),
                    reader, order=conv.order)
@@ -543,8 +533,8 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
         if ids:  # what the step made or changed carries the known difference on
             for n in _names_in(step, run.real.live):
                 known.setdefault(n, set()).update(ids)
-    after = capture(names, tuple(conv.real))
-    for m in compare(before, after):
+    after = snapshots.capture(names, tuple(conv.real))
+    for m in snapshots.compare(before, after):
         found.append(StepMismatch(
             check=CHECK, path=m.path, attribute=f"user tensor {m.attribute}", real=m.real,
             fake=m.fake,
@@ -573,23 +563,13 @@ def _names_in(step: Any, names: Any) -> list[str]:
     return [n for n in names if n in words]
 
 
-def _record(conv: Conversion, attr: str, value: Any) -> None:
-    """Note on the conversion what the known-difference predicates of this
-    check read (they hold exactly when the check recorded it)."""
-    seen = getattr(conv, attr, None)
-    if seen is None:
-        seen = set()
-        setattr(conv, attr, seen)
-    seen.add(value)
-
-
 def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatch],
                    ids: list[str]) -> list[Mismatch]:
     """The step acts on tensors that already differ, at conversion, in a way
     known differences explain: what differs now follows from those."""
     step = program.steps[k]
     for entry_id in ids:
-        _record(conv, "behaviour_follows", entry_id)
+        conv.behaviour_follows.add(entry_id)
     m = differs[0]
     return [StepMismatch(check=CHECK, path=m.path, attribute=FOLLOWS, real=m.real, fake=m.fake,
                          detail=f"step {k + 1} of {len(program.steps)}: {step.source!r}; "
@@ -629,7 +609,6 @@ def _reads_uncopied(conv: Conversion, names: tuple[str, ...], namespace: dict[st
     copies of the conversion's: a storage is matched by the path of a tensor
     on it that still has the geometry it had when converted."""
     from ..known_differences.converter_model import reads_outside, visiting_order
-    from ..known_differences.facts import plain_strided, storage_key
     from ._util import is_view, resolve, walk_real
 
     if not path.endswith(".real_tensor"):
@@ -678,13 +657,11 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
                 "show the operator difference"), k)
     if control is None or not {_key(m) for m in differs} <= control:
         for m, (numel, shape) in zip(differs, numels):
-            # (attribute, real, fake, elements and shape of the real tensor,
-            # path, the step's source): what the behaviour entries of the
-            # known-difference registry read
-            _record(conv, "behaviour_differences",
-                    (m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
+            # what the behaviour entries of the known-difference registry read
+            conv.behaviour_differences.add(StepDifference(
+                m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
             if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
-                _record(conv, "behaviour_uncopied_reads", m.path)
+                conv.behaviour_uncopied_reads.add(m.path)
         how = ("the control (the same tensors made directly under the mode, not converted) "
                "does not differ: a conversion bug" if control is not None
                else "no control could be built")
@@ -713,9 +690,9 @@ def _as_op_differences(conv: Conversion, entries: list[Any], differs: list[Misma
     (each reported once per conversion)."""
     reported: list[Mismatch] = []
     for entry, m in zip(entries, differs):
-        if entry.id in getattr(conv, "op_differences", ()):
+        if entry.id in conv.op_differences:
             continue
-        _record(conv, "op_differences", entry.id)
+        conv.op_differences.add(entry.id)
         reported.append(StepMismatch(
             check=CHECK, path=m.path, attribute=f"op-difference {entry.id}", real=m.real,
             fake=m.fake, detail=detail(m), step=k))

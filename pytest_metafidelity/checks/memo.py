@@ -33,7 +33,8 @@ from ._util import related
 def memo_check(conv: Conversion) -> list[Mismatch]:
     if conv.inner:
         return []
-    from ..converters import ConversionCrash, Unsupported
+    from ..converters import Unsupported
+    from ..crash_guards import ConversionCrash
 
     found: list[Mismatch] = []
     for path, real, fake in related(conv, inner=False):
@@ -114,7 +115,8 @@ def _convert_fresh(conv: Conversion) -> tuple[list[Any], Any]:
 
 
 def _released(conv: Conversion) -> list[Mismatch]:
-    from ..converters import ConversionCrash, Unsupported
+    from ..converters import Unsupported
+    from ..crash_guards import ConversionCrash
 
     try:
         refs, converter = _convert_fresh(conv)

@@ -29,13 +29,13 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from . import Conversion, Mismatch, check
+from ..strategies.tensor_facts import COMPRESSED_LAYOUTS, layout_name
 from ._util import has_symbolic, related
 
-_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
 
 
 def _is_compressed(t: Any) -> bool:
-    return str(t.layout).removeprefix("torch.") in _COMPRESSED
+    return layout_name(t) in COMPRESSED_LAYOUTS
 
 
 def _inference_mode_disabled() -> bool:

@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import Conversion, Mismatch, check
-from ..strategies.storage_bounds import storage_too_small
+from ..strategies.tensor_facts import storage_too_small
 from ._dispatch_keys import attribute as key_attribute
 from ._dispatch_keys import compared_keys
 from ._util import (UNKNOWN, fake_device, grad_of, has_symbolic, hint, hints, is_view, related,

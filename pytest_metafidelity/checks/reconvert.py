@@ -50,7 +50,7 @@ the copy did before the change): the known differences of this check
 
 Skipped for the inner conversions of the ``wrappers`` check, for converters
 without ``fresh``, and where the recipe does not rebuild the tensors
-faithfully or programs do not apply (``strategies.programs.plain_strided``:
+faithfully or programs do not apply (``strategies.programs.why_not_plain``:
 sparse layouts, subclasses, functional and functorch wrappers, meta tensors).
 """
 
@@ -61,6 +61,7 @@ import warnings
 import zlib
 from typing import Any, Callable, Sequence
 
+from ..findings import Reconverted
 from . import Conversion, Mismatch, check
 
 CHECK = "reconvert"
@@ -143,21 +144,6 @@ CHANGES: tuple[Change, ...] = (
 CHANGES_BY_NAME = {c.name: c for c in CHANGES}
 
 
-@dataclasses.dataclass(frozen=True)
-class Reconverted:
-    """What one second conversion did (recorded on the Conversion)."""
-
-    path: str  # the tensor changed, e.g. "t0"
-    change: str  # a Change's name
-    same_object: bool  # the converter handed back the first conversion's object
-    # ... and that object reads (oracle, storage size) exactly as it did right
-    # after the first conversion: the change did not reach it
-    stale: bool
-    # what changed in the real tensor's reading ("path: attribute"), among
-    # what matched the first converted tensor
-    changed: tuple[str, ...] = ()
-
-
 def choose(real: Sequence[Any]) -> tuple[int, int]:
     """(index of the tensor to change, a number choosing the change among
     those that alter it): a digest of the tensors' oracle reading."""
@@ -175,9 +161,9 @@ def reconvert_check(conv: Conversion) -> list[Mismatch]:
         return []
     if getattr(conv.converter, "fresh", None) is None:
         return []
-    from ..strategies.programs import plain_strided
+    from ..strategies.programs import why_not_plain
 
-    if plain_strided(conv.real) is not None:
+    if why_not_plain(conv.real) is not None:
         return []
     index, pick = choose(conv.real)
     t = conv.real[index]
@@ -200,10 +186,10 @@ def reconvert(conv: Conversion, index: int, changes: Sequence[Change]) -> list[M
     first of ``changes`` that the real copy of tensor ``index`` accepts,
     convert that copy again and compare.  (The check's body; tests call it
     with one change.)"""
-    from ..reproducer import recipe_for
+    from ..strategies.described import recipe_for
     from .behaviour import rebuild
 
-    recipe = recipe_for(conv.real)
+    recipe = conv.recipe if conv.recipe is not None else recipe_for(conv.real)
     copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return []
@@ -217,7 +203,8 @@ def reconvert(conv: Conversion, index: int, changes: Sequence[Change]) -> list[M
 
 def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, name: str,
                changes: Sequence[Change]) -> list[Mismatch]:
-    from ..converters import ConversionCrash, Unsupported
+    from ..converters import Unsupported
+    from ..crash_guards import ConversionCrash
     from ..strategies.torch_errors import release_frames
 
     copy = copies[index]
@@ -295,7 +282,8 @@ def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, 
 def _fresh_differences(conv: Conversion, name: str, copy: Any) -> set[tuple[str, str]] | None:
     """(path, attribute) of what a fresh converter's conversion of ``copy``
     reads differently from it; None where that conversion fails."""
-    from ..converters import ConversionCrash, Unsupported
+    from ..converters import Unsupported
+    from ..crash_guards import ConversionCrash
     from ..strategies.torch_errors import release_frames
 
     converter = conv.converter.fresh()
@@ -345,11 +333,4 @@ def _detail(change: Change, index: int, *, same_object: bool | None = None) -> s
 
 
 def _record(conv: Conversion, record: Reconverted) -> None:
-    records = getattr(conv, "reconvert_records", None)
-    if records is None:
-        records = []
-        try:
-            conv.reconvert_records = records  # type: ignore[attr-defined]
-        except AttributeError:
-            return
-    records.append(record)
+    conv.reconvert_records.append(record)

@@ -18,19 +18,15 @@ from __future__ import annotations
 from typing import Any
 
 from . import Conversion, Mismatch, check
+from ..strategies.tensor_facts import COMPRESSED_LAYOUTS, layout_name
 from ._util import hint, related, safe, same
 
 _BLOCK = ("sparse_bsr", "sparse_bsc")
 _ROW = ("sparse_csr", "sparse_bsr")
-_COMPRESSED = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
-
-
-def layout_name(t: Any) -> str:
-    return str(t.layout).removeprefix("torch.")
 
 
 def is_sparse(t: Any) -> bool:
-    return layout_name(t) in ("sparse_coo", *_COMPRESSED)
+    return layout_name(t) in ("sparse_coo", *COMPRESSED_LAYOUTS)
 
 
 def read_sparse(t: Any) -> dict[str, Any]:
@@ -44,7 +40,7 @@ def read_sparse(t: Any) -> dict[str, Any]:
     if layout == "sparse_coo":
         out["is_coalesced()"] = safe(lambda: t.is_coalesced())
         out["index dtype"] = safe(lambda: t._indices().dtype)
-    elif layout in _COMPRESSED:
+    elif layout in COMPRESSED_LAYOUTS:
         sd, dd = out["sparse_dim()"], out["dense_dim()"]
         batch = t.dim() - sd - dd if sd is not None and dd is not None else None
         out["batch dims"] = batch

@@ -66,6 +66,8 @@ the entries by domain):
 
 from __future__ import annotations
 
+from typing import Any, Iterable
+
 from .core import (
     BY_DESIGN,
     UNFILED,
@@ -77,7 +79,8 @@ from .core import (
     version_in_range,
 )
 from .definitions import all_entries
-from .triage import Triage, triage
+from . import triage as _triage
+from .triage import Triage
 
 __all__ = [
     "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "PredicateError", "Triage",
@@ -85,6 +88,16 @@ __all__ = [
 ]
 
 KNOWN_DIFFERENCES: list[KnownDifference] = all_entries()
+
+
+def triage(converter: str, mismatches: list[Any], conversion: Any, checks_run: Iterable[str],
+           entries: Iterable[KnownDifference] | None = None) -> Triage:
+    """Split ``mismatches`` into explained and unexplained, and find the
+    active entries that expected a difference here but saw none
+    (:func:`.triage.triage`), against ``entries`` (default: the registry,
+    :data:`KNOWN_DIFFERENCES`, as it is at the call)."""
+    return _triage.triage(converter, mismatches, conversion, checks_run,
+                          KNOWN_DIFFERENCES if entries is None else entries)
 
 
 def registry() -> list[KnownDifference]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..converters import bytes_reached
+from ..strategies.tensor_facts import bytes_reached
 from .facts import plain_strided, storage_key
 
 

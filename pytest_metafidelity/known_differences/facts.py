@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ..strategies.tensor_graph import is_functorch_wrapped
+from ..strategies.tensor_facts import (is_functorch_wrapped, layout_name, plain_strided,
+                                       storage_key)
 from .core import Case
+
+__all__ = ["layout_name", "plain_strided", "storage_key"]  # facts of tensor_facts the predicates use
 
 
 def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:
@@ -89,23 +92,6 @@ def needs(fact: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool
     return mark
 
 
-def layout_name(t: Any) -> str:
-    return str(getattr(t, "layout", "")).removeprefix("torch.")
-
-
-def plain_strided(t: Any) -> bool:
-    import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    if type(t) in (torch.Tensor, torch.nn.Parameter):  # the common case, answered at once
-        # (a functorch wrapper is a torch.Tensor too, with no storage to read)
-        return t.layout == torch.strided and not is_functorch_wrapped(t)
-    return (t is not None and layout_name(t) == "strided"
-            and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
-
-
-def storage_key(t: Any) -> Any:
-    return t.untyped_storage()._cdata
 
 
 def static_fake_nbytes(case: Case) -> bool:

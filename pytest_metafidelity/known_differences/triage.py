@@ -119,15 +119,13 @@ def triage(
     mismatches: list[Any],
     conversion: Any,
     checks_run: Iterable[str],
-    entries: Iterable[KnownDifference] | None = None,
+    entries: Iterable[KnownDifference],
 ) -> Triage:
     """Split ``mismatches`` into explained and unexplained; find the active
     entries that expected a difference here but saw none."""
     from ..checks._util import resolve, walk_real
 
-    from . import registry
-
-    entries = _active(converter, registry() if entries is None else entries)
+    entries = _active(converter, entries)
     ran = frozenset(checks_run)
     # The tensors inside functorch wrappers are checked by ``wrappers`` only.
     family_nodes = (walk_real(conversion.names, conversion.real, unwrap="wrappers" in ran)

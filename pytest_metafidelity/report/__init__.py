@@ -4,6 +4,7 @@ The modules import one way only, each from those before it:
 
     records     one JSON record per item, failure, crash, known difference
                 that did not occur; reproducer files
+    tables      the kinds x converters table, records once per signature
     collector   the controller gathers the records: terminal table and
                 texts, the run's JSON report
     merge       several runs' JSON reports as one

@@ -11,10 +11,10 @@ import os
 import platform
 import statistics
 import sys
-from collections import Counter
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from .records import COLUMNS
+from .tables import table, unique_by_signature
 
 if TYPE_CHECKING:
     from ..options import SuiteOptions
@@ -41,13 +41,8 @@ class Collector:
         self.earlier_crashes.append(record)
 
     def unique_crashes(self) -> list[dict[str, Any]]:
-        seen: dict[str, dict[str, Any]] = {}
-        for item in self.items:
-            for c in item.get("crashes", []):
-                seen.setdefault(c["signature"], c)
-        for c in self.earlier_crashes:
-            seen.setdefault(c["signature"], c)
-        return list(seen.values())
+        return unique_by_signature([*(c for item in self.items for c in item.get("crashes", [])),
+                                    *self.earlier_crashes])
 
     def crashes_text(self) -> str:
         from ..suite.crashes import describe
@@ -102,26 +97,10 @@ class Collector:
         return {nodeid: why for nodeid, why in found.items() if why}
 
     def unique_failures(self) -> list[dict[str, Any]]:
-        seen: dict[str, dict[str, Any]] = {}
-        for item in self.items:
-            for f in item["failures"]:
-                seen.setdefault(f["signature"], f)
-        return list(seen.values())
+        return unique_by_signature(f for item in self.items for f in item["failures"])
 
     def table(self) -> str:
-        rows = sorted(self.items, key=lambda r: (r["kind"], r["converter"]))
-        header = ("kind", "converter", *COLUMNS)
-        body = [(r["kind"], r["converter"], *(str(r["counts"][c]) for c in COLUMNS)) for r in rows]
-        totals: Counter[str] = Counter()
-        for r in rows:
-            totals.update(r["counts"])
-        body.append(("TOTAL", f"{len(rows)} items", *(str(totals[c]) for c in COLUMNS)))
-        widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-
-        def line(cells: Iterable[str]) -> str:
-            return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-        return "\n".join([line(header), line("-" * w for w in widths), *map(line, body)])
+        return table(sorted(self.items, key=lambda r: (r["kind"], r["converter"])), COLUMNS)
 
     def failures_text(self) -> str:
         parts = []

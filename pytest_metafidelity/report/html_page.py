@@ -16,7 +16,8 @@ import html
 from collections import Counter
 from typing import Any
 
-from .merge import columns, merge
+from .merge import merge
+from .tables import columns
 
 # The outcome a heat-map cell shows, worst first, with its colour.
 STATUSES = (

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import Any, Iterable
+from typing import Any
 
-from .records import COLUMNS
+from . import tables
+from .tables import columns, unique_by_signature
 
 # Worst first: the outcome of an item that several reports ran.
 OUTCOME_ORDER = ("crashed", "hung", "failed", "error", "passed", "skipped")
@@ -37,16 +38,6 @@ def load(path: str) -> dict[str, Any]:
 
 class ReportError(ValueError):
     """An input that is not a metafidelity report; the message names it."""
-
-
-def columns(items: Iterable[dict[str, Any]]) -> list[str]:
-    """``records.COLUMNS``, then any other count columns the items have."""
-    seen = list(COLUMNS)
-    for item in items:
-        for column in item.get("counts", {}):
-            if column not in seen:
-                seen.append(column)
-    return seen
 
 
 def item_key(item: dict[str, Any]) -> tuple[str, str, str]:
@@ -70,16 +61,6 @@ def _combine(into: dict[str, Any], item: dict[str, Any]) -> None:
     into["known_differences"] = dict(sorted(known.items()))
     into["cases_digest"] = ""  # two runs' cases: no single digest
     into.setdefault("merged_nodeids", [into["nodeid"]]).append(item["nodeid"])
-
-
-def _unique(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One record per signature, with every node id that produced it."""
-    by_signature: dict[str, dict[str, Any]] = {}
-    for record in records:
-        first = by_signature.setdefault(record["signature"], {**record, "nodeids": []})
-        if record.get("nodeid") and record["nodeid"] not in first["nodeids"]:
-            first["nodeids"].append(record["nodeid"])
-    return list(by_signature.values())
 
 
 def merge(docs: list[dict[str, Any]], names: list[str] | None = None) -> dict[str, Any]:
@@ -120,11 +101,13 @@ def merge(docs: list[dict[str, Any]], names: list[str] | None = None) -> dict[st
         "inputs": inputs,
         "columns": columns(merged_items),
         "items": merged_items,
-        "failures": _unique(f for i in merged_items for f in i.get("failures", [])),
+        "failures": unique_by_signature((f for i in merged_items for f in i.get("failures", [])),
+                                        with_nodeids=True),
         # the items' crashes, and those a report lists only at its top level
         # (left by an earlier run that died)
-        "crashes": _unique([*(c for i in merged_items for c in i.get("crashes", [])),
-                            *(c for d in docs for c in d.get("crashes", []))]),
+        "crashes": unique_by_signature([*(c for i in merged_items for c in i.get("crashes", [])),
+                                        *(c for d in docs for c in d.get("crashes", []))],
+                                       with_nodeids=True),
         "known_differences": known_differences(merged_items),
         "unexpectedly_passing": unexpectedly_passing(merged_items),
     }
@@ -155,20 +138,4 @@ def unexpectedly_passing(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def table(doc: dict[str, Any]) -> str:
     """The kinds x converters table of a (merged) report, as text."""
-    cols = doc.get("columns") or columns(doc["items"])
-    several_devices = len({",".join(i.get("devices", [])) for i in doc["items"]}) > 1
-    header = ("kind", "converter", *(["devices"] if several_devices else []), *cols)
-    body = [(i["kind"], i["converter"], *([",".join(i.get("devices", []))] if several_devices
-                                          else []),
-             *(str(i["counts"].get(c, 0)) for c in cols)) for i in doc["items"]]
-    totals: Counter = Counter()
-    for i in doc["items"]:
-        totals.update(i["counts"])
-    body.append(("TOTAL", f"{len(doc['items'])} items", *([""] if several_devices else []),
-                 *(str(totals.get(c, 0)) for c in cols)))
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *body)]
-
-    def line(cells: Iterable[str]) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()
-
-    return "\n".join([line(header), line("-" * w for w in widths), *map(line, body)])
+    return tables.table(doc["items"], doc.get("columns"))

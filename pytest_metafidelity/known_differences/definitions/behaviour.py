@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...converters import where
+from ...findings import StepDifference
 from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
 from ..facts import family_wide, reads_record
 
@@ -83,8 +84,8 @@ _BEHAVIOUR_ENTRIES = [
         attribute=r"raised",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d[0] == "raised"
-            and "tried to directly modify sizes for customized tensor" in d[2]),
+            lambda d: d.attribute == "raised"
+            and "tried to directly modify sizes for customized tensor" in d.fake),
         converters=where(symbolic=True),
         reason=(
             "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
@@ -125,7 +126,7 @@ _BEHAVIOUR_ENTRIES += [
         attribute=r"raised",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d[0] == "raised" and "INTERNAL ASSERT FAILED" in d[1] and d[2] == "nothing"),
+            lambda d: d.attribute == "raised" and "INTERNAL ASSERT FAILED" in d.real and d.fake == "nothing"),
         reason=(
             "the real tensors hit an internal assertion of eager autograd (a torch bug: "
             "'out != nullptr INTERNAL ASSERT FAILED at variable.cpp', an in-place op on a "
@@ -153,7 +154,7 @@ _BEHAVIOUR_ENTRIES += [
         attribute=r"grad is not None",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d[0] == "grad is not None" and d[1] == "False" and d[2] == "True"),
+            lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True"),
         converters=where(functional=False),
         reason=(
             "the converted view (a meta tensor or a fake) of a view taken in no_grad (or "
@@ -185,7 +186,7 @@ _BEHAVIOUR_ENTRIES += [
 def _no_grad_view(t: Any) -> bool:
     """A view taken in no_grad (or inference) mode: its requires_grad is
     its base's, read when asked."""
-    from ...checks.autograd import creation_meta
+    from ...strategies.tensor_facts import creation_meta
 
     return creation_meta(t) in ("CreationMeta.NO_GRAD_MODE", "CreationMeta.INFERENCE_MODE")
 
@@ -196,7 +197,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"requires_grad",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "requires_grad" and d[1] == "False" and d[2] == "True",
+        lambda d: d.attribute == "requires_grad" and d.real == "False" and d.fake == "True",
         in_family=_no_grad_view),
     converters=where(functional=False),
     reason=(
@@ -233,7 +234,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "raised" and "out of bounds for storage" in d[1] and d[2] == "nothing"),
+        lambda d: d.attribute == "raised" and "out of bounds for storage" in d.real and d.fake == "nothing"),
     converters=where(symbolic=True),
     reason=(
         "a fake with symbolic sizes checks an in-place metadata op (unsqueeze_) against its "
@@ -279,11 +280,11 @@ def _zero_element_outputs_not_views(records: tuple) -> bool:
     its storage identity differs too."""
     from ..op_differences import NOT_A_VIEW
 
-    zero = [d for d in records if d[3] == 0]
-    own_storage = {d[5] for d in zero if d[0] == "storage identity"}
-    return (any(re.fullmatch(NOT_A_VIEW, d[0]) for d in zero)
-            and all(d[3] == 0 and d[2] == "0" and d[5] in own_storage
-                    for d in records if d[0] == "storage_offset()"))
+    zero = [d for d in records if d.numel == 0]
+    own_storage = {d.path for d in zero if d.attribute == "storage identity"}
+    return (any(re.fullmatch(NOT_A_VIEW, d.attribute) for d in zero)
+            and all(d.numel == 0 and d.fake == "0" and d.path in own_storage
+                    for d in records if d.attribute == "storage_offset()"))
 
 
 def _zero_element_view_entry() -> KnownDifference:
@@ -312,16 +313,16 @@ def _zero_element_view_entry() -> KnownDifference:
 _BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
 
 
-def _only_degenerate_strides(d: tuple) -> bool:
+def _only_degenerate_strides(d: StepDifference) -> bool:
     """A recorded stride() difference only on dimensions of size 1 (or of a
     tensor with no elements), where a stride moves through no memory."""
     import ast
 
     from ..op_differences import only_degenerate_strides
 
-    if d[0] != "stride()" or d[4] is None:
+    if d.attribute != "stride()" or d.shape is None:
         return False
-    return only_degenerate_strides(ast.literal_eval(d[1]), ast.literal_eval(d[2]), d[4])
+    return only_degenerate_strides(ast.literal_eval(d.real), ast.literal_eval(d.fake), d.shape)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -348,8 +349,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "raised" and "out of bounds for storage" in d[2] and (
-            d[1] == "nothing" or d[1].startswith(INFERENCE_UPDATE_ERROR))),
+        lambda d: d.attribute == "raised" and "out of bounds for storage" in d.fake and (
+            d.real == "nothing" or d.real.startswith(INFERENCE_UPDATE_ERROR))),
     reason=(
         "the converted tensor's storage is sized to what the tensors reach, not to the real "
         "storage (storage-sized-to-tensors; with symbolic sizes the storage check cannot see "
@@ -390,8 +391,8 @@ def behaviour_grad_lost_conj_bit(case: Case) -> bool:
     (``….grad``) that is a conjugate view on the real side and not on the
     converted side."""
     return case.path.endswith(".grad") and any(
-        d[0] == "is_conj()" and d[1] == "True" and d[2] == "False" and d[5] == case.path
-        for d in getattr(case.conversion, "behaviour_differences", ()) if len(d) > 5)
+        d.attribute == "is_conj()" and d.real == "True" and d.fake == "False" and d.path == case.path
+        for d in getattr(case.conversion, "behaviour_differences", ()))
 
 
 # What an in-place op on an inference tensor meets after the bounds check,
@@ -403,8 +404,8 @@ def behaviour_storage_bounds_unchecked(case: Case) -> bool:
     """The ``behaviour`` check recorded a step that raised 'out of bounds for
     storage' on the real side and, on the converted side, went past that
     check: nothing raised, or the inference-tensor check that follows it."""
-    return any(d[0] == "raised" and "out of bounds for storage" in d[1]
-               and d[2].startswith(PAST_THE_BOUNDS)
+    return any(d.attribute == "raised" and "out of bounds for storage" in d.real
+               and d.fake.startswith(PAST_THE_BOUNDS)
                for d in getattr(case.conversion, "behaviour_differences", ()))
 
 
@@ -486,11 +487,11 @@ _BEHAVIOUR_ENTRIES += [
     ),
 ]
 
-def behaviour_step_stuck_in_implications(d: tuple) -> bool:
+def behaviour_step_stuck_in_implications(d: StepDifference) -> bool:
     """A recorded step that ran past the step time limit on the converted
     side only, stopped inside ``ShapeEnv.get_implications``."""
-    return (d[0] == "timed out" and not d[1].startswith("StepTimeout")
-            and d[2].startswith("StepTimeout") and "ShapeEnv.get_implications" in d[2])
+    return (d.attribute == "timed out" and not d.real.startswith("StepTimeout")
+            and d.fake.startswith("StepTimeout") and "ShapeEnv.get_implications" in d.fake)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -600,7 +601,7 @@ def _empty_view_as_real_view(t: Any) -> bool:
 # no elements has ViewAsRealBackward0 in its autograd history.
 behaviour_view_as_real_grad_of_nothing = _behaviour_recorded(
     "behaviour_differences",
-    lambda d: d[0] == "raised" and "last dimension with stride 1" in d[1] and d[2] == "nothing",
+    lambda d: d.attribute == "raised" and "last dimension with stride 1" in d.real and d.fake == "nothing",
     in_family=_empty_view_as_real_view)
 
 
@@ -669,7 +670,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"values",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "values" and len(d) > 5 and str(d[5]).endswith(".grad.real_tensor"),
+        lambda d: d.attribute == "values" and d.path.endswith(".grad.real_tensor"),
         in_family=_view_of_overlapping_base),
     converters=where(carries_real=True),
     reason=(
@@ -710,7 +711,7 @@ def _conj_view(t: Any) -> bool:
 # An is_leaf the converted side could not read (None) where the real side
 # could, and a conjugate view in the family.
 behaviour_conj_view_autograd_unreadable = _behaviour_recorded(
-    "behaviour_differences", lambda d: d[0] == "is_leaf" and d[2] == "None" and d[1] != "None",
+    "behaviour_differences", lambda d: d.attribute == "is_leaf" and d.fake == "None" and d.real != "None",
     in_family=_conj_view)
 
 
@@ -790,9 +791,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"_version bump|values|raised|is_leaf|requires_grad",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] in ("_version bump", "values", "raised", "is_leaf", "requires_grad")
-        and (d[0] != "raised" or d[2] == "nothing")
-        and _composite_in_place_in_inference_mode(d[6])),
+        lambda d: d.attribute in ("_version bump", "values", "raised", "is_leaf", "requires_grad")
+        and (d.attribute != "raised" or d.fake == "nothing")
+        and _composite_in_place_in_inference_mode(d.source)),
     converters=where(fake_tensors=True),
     reason=(
         "the operator difference op:composite-in-place-version-in-inference-mode (an alias "
@@ -834,9 +835,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "raised" and d[1].startswith("RuntimeError: ")
+        lambda d: d.attribute == "raised" and d.real.startswith("RuntimeError: ")
         and re.search(r"SymIntArrayRef expected to contain only concrete integers|"
-                      r"Cannot call \w+\(\) on tensor with symbolic sizes/strides", d[2])
+                      r"Cannot call \w+\(\) on tensor with symbolic sizes/strides", d.fake)
         is not None),
     converters=where(symbolic=True),
     reason=(
@@ -876,9 +877,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "raised"
-        and d[1].startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
-        and d[2].startswith("ValueError: Split sizes add up to")),
+        lambda d: d.attribute == "raised"
+        and d.real.startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
+        and d.fake.startswith("ValueError: Split sizes add up to")),
     converters=where(symbolic=True),
     reason=(
         "the operator difference op:split-sizes-error-class (split sizes that do not add up, "
@@ -912,7 +913,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     check="behaviour",
     attribute=r"item\(\)",
     applies=_behaviour_recorded(
-        "behaviour_differences", lambda d: d[0] == "item()" and _calls_in_place_op(d[6])),
+        "behaviour_differences", lambda d: d.attribute == "item()" and _calls_in_place_op(d.source)),
     converters=where(symbolic=True),
     reason=(
         "a 0-dim float64 or int64 tensor converted with a ShapeEnv and a source remembers a "
@@ -944,8 +945,8 @@ def _random_op_carried_values_entry() -> KnownDifference:
         attribute=r"values",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d[0] == "values" and d[5].endswith(".real_tensor")
-            and "generator=" in d[6]),
+            lambda d: d.attribute == "values" and d.path.endswith(".real_tensor")
+            and "generator=" in d.source),
         converters=where(carries_real=True),
         reason=(
             "the operator difference op:random-op-carried-values (a random in-place op given a "
@@ -966,13 +967,13 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"values|raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: _calls_in_place_op(d[6]) and not _only_applied_once(d[6]) and (
-            (d[0] == "values" and d[5].endswith(".real_tensor"))
-            or (d[0] == "raised" and d[1] == "nothing"
-                and ("Real tensor propagation found a metadata mismatch" in d[2]
-                     or "Please convert all Tensors to FakeTensors first" in d[2]
+        lambda d: _calls_in_place_op(d.source) and not _only_applied_once(d.source) and (
+            (d.attribute == "values" and d.path.endswith(".real_tensor"))
+            or (d.attribute == "raised" and d.real == "nothing"
+                and ("Real tensor propagation found a metadata mismatch" in d.fake
+                     or "Please convert all Tensors to FakeTensors first" in d.fake
                      or "more than one element of the written-to tensor refers to a single "
-                        "memory location" in d[2])))),
+                        "memory location" in d.fake)))),
     converters=where(symbolic=True, carries_real=True),
     reason=(
         "with a ShapeEnv and real-tensor propagation, in-place ops that FakeTensorMode "
@@ -1025,8 +1026,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d[0] == "raised" and "unbind" in d[6]
-        and d[2].startswith("ValueError: not enough values to unpack")),
+        lambda d: d.attribute == "raised" and "unbind" in d.source
+        and d.fake.startswith("ValueError: not enough values to unpack")),
     converters=where(carries_real=True),
     reason=(
         "unbind of a dimension of size 0 with real-tensor propagation: the fake raises "

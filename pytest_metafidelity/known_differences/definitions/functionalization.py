@@ -473,7 +473,7 @@ def functional_value_replaced(case: Case) -> bool:
     import torch
 
     from ...checks._util import safe
-    from ...checks.purity import FUNCTIONAL_VALUE
+    from ...snapshots import FUNCTIONAL_VALUE
 
     t = case.tensor
     before = getattr(case.conversion, "before", None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...converters import where
+from ...strategies.tensor_facts import COMPRESSED_LAYOUTS
 from ..converter_model import reach, reads_outside, visiting_order
 from ..core import Case, KnownDifference, UNFILED
 from ..experiments import describe_with_data_fails
@@ -36,10 +37,10 @@ def any_copy_fails(case: Case) -> bool:
     import torch
 
     from ...checks._util import is_view
-    from ...converters import _family, storage_too_small
+    from ...strategies.tensor_facts import family_of, storage_too_small
 
     for top in case.conversion.real:
-        for t in _family(top):
+        for t in family_of(top):
             if type(t) is not torch.Tensor or storage_too_small(t) or is_wrapper(t):
                 continue  # (torch copies what is inside a wrapper, not the wrapper)
             try:
@@ -104,7 +105,7 @@ def any_storage_too_small(case: Case) -> bool:
     that test for every tensor; reading the tensors again afterwards could
     disagree, because converting syncs C++ functional tensors, which can
     replace the value they wrap with one that reaches further."""
-    from ...converters import crashing_copy
+    from ...crash_guards import crashing_copy
 
     if case.conversion.before is not None:  # the conversion succeeded
         return False
@@ -235,7 +236,7 @@ ENTRIES.append(KnownDifference(
 @family_wide
 @needs("sparse")
 def any_compressed_non_leaf(case: Case) -> bool:
-    return any(layout_name(t) in ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+    return any(layout_name(t) in COMPRESSED_LAYOUTS
                and t.requires_grad and not t.is_leaf for t in case.family)
 
 

@@ -66,7 +66,8 @@ def zero_byte_scalar_item(case: Case) -> bool:
     """from_tensor with a ShapeEnv and a source reads ``item()`` of a 0-dim
     CPU int64/int32/int16/int8/float64 tensor to make a symbol for it: with
     a zero-byte storage that read raises."""
-    from ...converters import crashing_item_read, item_read_when_converted, storage_too_small
+    from ...crash_guards import crashing_item_read, item_read_when_converted
+    from ...strategies.tensor_facts import storage_too_small
 
     return any(
         item_read_when_converted(t) and storage_too_small(t)
@@ -111,7 +112,7 @@ def neg_scalar_item_read_crashes(case: Case) -> bool:
     """Our dynamic converters refuse a 0-dim tensor with the negative bit
     and a zero-byte storage whose value from_real_tensor would read with
     ``item()`` (``crashing_item_read``): torch segfaults on that read."""
-    from ...converters import crashing_item_read
+    from ...crash_guards import crashing_item_read
 
     return any(crashing_item_read(t) for t in case.conversion.real)
 
@@ -147,7 +148,7 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     e.g. ``x`` and ``x.detach()``.  Converters share version counters only
     along view relationships."""
     from ...checks._util import base_of, is_view
-    from ...checks.aliasing import version_partition
+    from ...strategies.tensor_facts import version_partition
 
     t = case.tensor
     if t is None or len(case.family) < 2:

@@ -18,11 +18,15 @@ jagged nested tensors through ``nested_tensor_from_jagged``; C++ functional
 tensors through ``torch._to_functional_tensor`` of the value they wrap.
 
 What cannot be rebuilt is listed in :attr:`DescribedRecipe.missing`, one
-line naming the tensor and what it lacks; :mod:`.reproducer` shows that list
+line naming the tensor and what it lacks; :mod:`pytest_metafidelity.reproducer`
+shows that list
 instead of code that would pass.  What is rebuilt without something metadata
 does not show (the op that made a subclass view, how a functional tensor was
 mutated, ...) is listed in :attr:`DescribedRecipe.approximations`; a recipe
 with neither list gives the same outcome (tests/test_described.py).
+
+:func:`recipe_for` is the recipe of any tensors: the one our strategies
+attached to them, else one written here.
 """
 
 from __future__ import annotations
@@ -32,8 +36,10 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .strategies.recipe import Recipe
-from .strategies.torch_errors import release_frames
+from .recipe import Recipe, recipe_of
+from .tensor_facts import (COMPRESSED_LAYOUTS, bytes_reached, creation_meta, layout_name,
+                                      storage_too_small, version_partition)
+from .torch_errors import release_frames
 
 if TYPE_CHECKING:
     import torch
@@ -111,8 +117,6 @@ class _Describer:
         for sname, nbytes in self.shrunk.items():
             self.lines.append(f"{sname}.resize_({nbytes})  # smaller than its tensors reach, "
                               "as given")
-        from .checks.aliasing import version_partition
-
         strided = [(n, t) for n, t in self.described
                    if type(t) in (_torch().Tensor, _torch().nn.Parameter)]
         labels = version_partition([t for _, t in strided])
@@ -213,7 +217,7 @@ class _Describer:
             self._subclass(name, t, path)
         elif t.layout == torch.sparse_coo:
             self._sparse_coo(name, t, path)
-        elif t.layout in (torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc):
+        elif layout_name(t) in COMPRESSED_LAYOUTS:
             self._sparse_compressed(name, t, path)
         elif t.is_quantized:
             self._quantized(name, t, path)
@@ -249,8 +253,6 @@ class _Describer:
         self.lines.append(
             f"{name} = {empty}.set_("
             f"{self.storages[key]}, {t.storage_offset()}, {tuple(t.shape)}, {tuple(t.stride())})")
-        from .converters import bytes_reached, storage_too_small
-
         if storage_too_small(t):  # set_ needs the bytes: grown, shrunk back at the end
             sname = self.storages[key]
             needed = bytes_reached(t.shape, t.stride(), t.storage_offset(), t.element_size())
@@ -266,8 +268,6 @@ class _Describer:
         that counter.  None if there is none, or if ``set_`` would be needed
         while a view made under no_grad shares that counter (the bump would
         forbid its use)."""
-        from .checks.aliasing import version_partition
-
         torch = _torch()
         if type(t) is not torch.Tensor or t.is_inference():
             return None
@@ -289,8 +289,6 @@ class _Describer:
     def _no_grad_view_sharing(self, u: "torch.Tensor") -> bool:
         """Whether a view made under no_grad, described already, shares
         ``u``'s version counter."""
-        from .checks.autograd import creation_meta
-
         group = self._counter_group(u)
         return any(v._is_view() and "NO_GRAD_MODE" in str(creation_meta(v) or "")
                    and self._counter_group(v) == group for _, v in self.described)
@@ -302,8 +300,6 @@ class _Describer:
                    for line in self.lines)
 
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
-        from .checks.autograd import creation_meta
-
         base = self.tensor(t._base, f"{path}._base")
         source = _reinterpreted(base, t._base, t.dtype)
         if (t.requires_grad and not t.is_leaf and not t._base.requires_grad
@@ -385,8 +381,6 @@ class _Describer:
         it wraps, with its requires_grad; a view of one is as_strided of its
         functional base, in the strides of the value it wraps (functionalization
         materialises views: a view_copy of the base's value)."""
-        from .converters import bytes_reached
-
         torch = _torch()
         value = torch._from_functional_tensor(t)
         if t._is_view() and t._base is not None:
@@ -601,3 +595,22 @@ def _storage_expr(storage: Any) -> str:
             return (f"torch.frombuffer(bytearray.fromhex({hex_bytes!r}), dtype=torch.uint8)"
                     f".clone(){to}.untyped_storage()")
     return f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
+
+
+def recipe_for(tensors: Sequence[Any]) -> Recipe:
+    """The recipe that rebuilds ``tensors`` in order, outputs renamed if needed."""
+    recipes = [recipe_of(t) for t in tensors]
+    first = recipes[0] if recipes else None
+    if first is not None and all(r is first for r in recipes):
+        # Map each tensor to the output it is (the same recipe may have built
+        # them in another order, or the user passes a subset).
+        with_names = _outputs_matching(first, tensors)
+        if with_names is not None:
+            return Recipe(first.lines, with_names, first.imports, first.contexts, first.kinds)
+    return describe_as_recipe(tensors)
+
+
+def _outputs_matching(recipe: Recipe, tensors: Sequence[Any]) -> tuple[str, ...] | None:
+    if len(tensors) == len(recipe.outputs):
+        return recipe.outputs
+    return None

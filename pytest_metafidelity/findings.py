@@ -1,0 +1,115 @@
+"""Findings: what a check reports -- a broken invariant (:class:`Mismatch`,
+real vs fake, named as users write the attribute) or a crash of our own
+code (:class:`InternalError`, never explained away by a known difference).
+
+The lowest layer of the checking code: checks, the snapshots of purity,
+the known-difference registry, the reports and ``faithful`` all speak in
+these types, and this module imports none of them.
+
+The program checks also record what they saw on the ``Conversion``, for
+their entries in the known-difference registry to read
+(:class:`StepDifference`, :class:`Reconverted`; the fields
+``behaviour_differences``, ``behaviour_follows``, ``behaviour_uncopied_reads``,
+``op_differences`` and ``reconvert_records`` of
+:class:`~.checks.Conversion`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+
+@dataclasses.dataclass(frozen=True)
+class Mismatch:
+    """One broken invariant: which check, where, which attribute, real vs fake."""
+
+    check: str
+    path: str  # e.g. "t0", "t0._base", "t1.grad"
+    attribute: str
+    real: Any
+    fake: Any
+    detail: str = ""
+
+    def describe(self) -> str:
+        text = (
+            f"[{self.check}] {self.path}: {self.attribute} differs\n"
+            f"    real: {self.real!r}\n"
+            f"    fake: {self.fake!r}"
+        )
+        return text + (f"\n    ({self.detail})" if self.detail else "")
+
+    @property
+    def signature(self) -> str:
+        """Stable de-duplication key: check and attribute, not values."""
+        return f"{self.check}:{self.attribute}"
+
+
+class CheckCrashed(Exception):
+    """A check raised instead of returning its mismatches: a bug in the check
+    (or in the code it calls), never a finding about torch.  Chained to what
+    the check raised (``__cause__``)."""
+
+    def __init__(self, check: str) -> None:
+        super().__init__(f"internal error in check {check!r}")
+        self.check = check
+
+
+@dataclasses.dataclass(frozen=True)
+class InternalError:
+    """A check that crashed: ``error`` is what it raised, with its traceback.
+    Kept apart from :class:`Mismatch` so that no known difference can ever
+    explain it away."""
+
+    check: str
+    error: BaseException
+
+    @property
+    def signature(self) -> str:
+        return f"internal-error:{self.check}:{type(self.error).__name__}"
+
+    def traceback(self) -> str:
+        """The traceback from the check's own frame down (and anything the
+        error is chained to)."""
+        import traceback
+
+        tb = self.error.__traceback__
+        # run_checks' own frame says nothing about the crash.
+        while tb is not None and tb.tb_frame.f_locals.get("__tracebackhide__"):
+            tb = tb.tb_next
+        return "".join(traceback.format_exception(type(self.error), self.error, tb))
+
+    def describe(self) -> str:
+        return (f"[internal error in check {self.check!r}] a bug in pytest-metafidelity or in "
+                f"a registered check, not a difference in torch:\n"
+                + "    " + self.traceback().rstrip().replace("\n", "\n    "))
+
+
+class StepDifference(NamedTuple):
+    """What a program step changed on one side only, as the ``behaviour``
+    check recorded it where no control explained it: the registry's
+    ``behaviour`` entries read it (``real``/``fake`` as shown: ``repr`` of
+    the readings, ``Type: message`` of an error or ``nothing``)."""
+
+    attribute: str  # e.g. "stride()", "raised", "values"
+    real: str
+    fake: str
+    numel: int | None  # elements of the real tensor it is on (None: none)
+    shape: tuple[int, ...] | None  # its shape
+    path: str  # e.g. "t0", "t1._base", "*"
+    source: str  # the step's source
+
+
+@dataclasses.dataclass(frozen=True)
+class Reconverted:
+    """What one second conversion did, as the ``reconvert`` check recorded it."""
+
+    path: str  # the tensor changed, e.g. "t0"
+    change: str  # a Change's name
+    same_object: bool  # the converter handed back the first conversion's object
+    # ... and that object reads (oracle, storage size) exactly as it did right
+    # after the first conversion: the change did not reach it
+    stale: bool
+    # what changed in the real tensor's reading ("path: attribute"), among
+    # what matched the first converted tensor
+    changed: tuple[str, ...] = ()

@@ -1,0 +1,285 @@
+"""Facts about one tensor and what it reaches, read without raising: the
+one place every strategy, converter, check, known difference and the
+describer asks them.
+
+* the family walk: its view base, a leaf's ``.grad``, a traceable wrapper
+  subclass's inner tensors and (on request) the tensor inside a functorch
+  wrapper (:func:`walk_real`, :func:`base_of`, :func:`grad_of`,
+  :func:`inner_tensors`, :func:`functorch_unwrapped`);
+* plain strided or not (:func:`plain_strided`), the layout groups
+  (:data:`COMPRESSED_LAYOUTS`, :func:`layout_name`);
+* storages: identity (:func:`storage_key`), which tensors share a version
+  counter (:func:`version_partition`), the bytes a geometry reaches and the
+  tensors that reach past their storage's end (:func:`bytes_reached`,
+  :func:`storage_too_small`);
+* autograd: a view's creation meta (:func:`creation_meta`).
+
+It lives with the strategies, the lowest layer, so that they ask the same
+questions as the plugin without importing it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from .torch_errors import safe
+
+
+def is_view(t: Any) -> bool:
+    try:  # not safe(): it is asked for every tensor by several checks
+        return bool(t._is_view())
+    except Exception:
+        return False
+
+
+def base_of(t: Any) -> Any:
+    return t._base if is_view(t) else None
+
+
+def grad_of(t: Any) -> Any:
+    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns; a
+    leaf's does not, so no warning filter is needed)."""
+    try:
+        if not t.is_leaf:
+            return None
+        return t.grad
+    except Exception:
+        return None
+
+
+def inner_tensors(t: Any) -> list[tuple[str, Any]]:
+    """(attr, inner tensor) of a traceable wrapper subclass, else []."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if not is_traceable_wrapper_subclass(t):
+        return []
+    try:
+        attrs, _ = t.__tensor_flatten__()
+    except Exception:
+        return []
+    out = []
+    for a in attrs:
+        v = getattr(t, a, None)
+        if isinstance(v, torch.Tensor):
+            out.append((a, v))
+    return out
+
+
+def is_functorch_wrapped(t: Any) -> bool:
+    """Whether ``t`` is a functorch wrapper (BatchedTensor,
+    GradTrackingTensor): a ``torch.Tensor`` with no storage of its own."""
+    import torch
+
+    fns = getattr(torch._C, "_functorch", None)
+    try:  # not safe(): it is asked for every plain tensor by the predicates
+        return fns is not None and bool(fns.is_functorch_wrapped_tensor(t))
+    except Exception:
+        return False
+
+
+def functorch_unwrapped(t: Any) -> Any:
+    """The tensor inside a functorch wrapper, or None."""
+    import torch
+
+    if not is_functorch_wrapped(t):
+        return None
+    return safe(lambda: torch._C._functorch.get_unwrapped(t))
+
+
+def walk_real(names: Any, tensors: Any, *, unwrap: bool = False) -> list[tuple[str, Any]]:
+    """(path, tensor) for the tensors and what they reach (``_base``, a
+    leaf's ``.grad``, subclass inner tensors; with ``unwrap``, the tensor
+    inside a functorch wrapper, at ``….unwrapped`` as the ``wrappers`` check
+    names it), one side only, each tensor once; paths as in
+    ``checks._util.related``."""
+    out: list[tuple[str, Any]] = []
+    seen: set[int] = set()
+    for name, t in zip(names, tensors):
+        _walk_one(out, seen, name, t, 0, unwrap)
+    return out
+
+
+# A module-level function, not a closure: a recursive closure is a reference
+# cycle that would keep the walked tensors alive until the garbage collector
+# runs (the ``memo`` check sees converted tensors released).
+def _walk_one(out: list, seen: set, path: str, t: Any, depth: int, unwrap: bool) -> None:
+    if t is None or id(t) in seen or depth > 8:
+        return
+    seen.add(id(t))
+    out.append((path, t))
+    _walk_one(out, seen, f"{path}._base", base_of(t), depth + 1, unwrap)
+    _walk_one(out, seen, f"{path}.grad", grad_of(t), depth + 1, unwrap)
+    for attr, inner in inner_tensors(t):
+        _walk_one(out, seen, f"{path}.{attr}", inner, depth + 1, unwrap)
+    if unwrap:
+        _walk_one(out, seen, f"{path}.unwrapped", functorch_unwrapped(t), depth + 1, unwrap)
+
+
+def family_of(t: Any, depth: int = 0) -> Iterator[Any]:
+    """``t``, its view base, its ``.grad`` (a non-leaf's too), subclass inner
+    tensors and the tensors inside C++ functional and functorch wrappers,
+    recursively: every tensor a conversion of ``t`` may touch (a tensor
+    reached twice comes twice).  :func:`walk_real` is the walk the checks
+    name paths by (a leaf's ``.grad`` only; functorch wrappers on request)."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    yield t
+    if depth > 8:
+        return
+    if t._is_view() and t._base is not None:
+        yield from family_of(t._base, depth + 1)
+    grad = any_grad(t)
+    if grad is not None:
+        yield from family_of(grad, depth + 1)
+    if is_traceable_wrapper_subclass(t):
+        for attr in t.__tensor_flatten__()[0]:
+            inner = getattr(t, attr)
+            if isinstance(inner, torch.Tensor):
+                yield from family_of(inner, depth + 1)
+    inner = _wrapped_tensor(t)
+    if inner is not None:
+        yield from family_of(inner, depth + 1)
+
+
+def _wrapped_tensor(t: Any) -> Any:
+    """The tensor inside a C++ functional or a functorch wrapper, or None."""
+    import torch
+
+    try:
+        # (A Python FunctionalTensor is converted as a plain tensor: MetaConverter
+        # does not look inside it.)
+        if torch._is_functional_tensor(t):
+            return torch._from_functional_tensor(t)
+        fns = torch._C._functorch
+        if fns.is_functorch_wrapped_tensor(t):
+            return fns.get_unwrapped(t)
+    except Exception:
+        return None
+    return None
+
+
+def any_grad(t: Any) -> Any:
+    """``t.grad``, a non-leaf's too (without its warning)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # .grad of a non-leaf warns
+        return t.grad
+
+
+# -- layouts -----------------------------------------------------------------------------------
+
+# The compressed sparse layouts, by name (``layout_name``).
+COMPRESSED_LAYOUTS = ("sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+
+
+def layout_name(t: Any) -> str:
+    """``"strided"``, ``"sparse_coo"``, ... (``torch.`` left off)."""
+    return str(getattr(t, "layout", "")).removeprefix("torch.")
+
+
+def plain_strided(t: Any) -> bool:
+    """A strided tensor whose storage is its own: not a traceable wrapper
+    subclass, a FakeTensor or a functorch wrapper."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if type(t) in (torch.Tensor, torch.nn.Parameter):  # the common case, answered at once
+        # (a functorch wrapper is a torch.Tensor too, with no storage to read)
+        return t.layout == torch.strided and not is_functorch_wrapped(t)
+    return (t is not None and layout_name(t) == "strided"
+            and type(t).__name__ != "FakeTensor" and not is_traceable_wrapper_subclass(t))
+
+
+# -- storages ----------------------------------------------------------------------------------
+
+
+def storage_key(t: Any) -> Any:
+    """Identity of ``t``'s storage, or None when it has none (sparse, ...)."""
+    try:
+        return t.untyped_storage()._cdata
+    except Exception:
+        return None
+
+
+def _version(t: Any) -> int | None:
+    return safe(lambda: int(t._version))
+
+
+def version_partition(tensors: list[Any]) -> list[Any]:
+    """Which tensors share a version counter: bump each in turn, see whose
+    ``_version`` moved, put the counter back.  A label per tensor (the index
+    of the first tensor of its group), None for a tensor without a readable
+    version counter (inference tensors)."""
+    import torch
+
+    bump = getattr(getattr(torch.autograd, "graph", None), "increment_version", None)
+    restore = getattr(torch._C._autograd, "_unsafe_set_version_counter", None)
+    if bump is None or restore is None:
+        return [None] * len(tensors)
+    labels: list[Any] = [None] * len(tensors)
+    for i, t in enumerate(tensors):
+        if labels[i] is not None or _version(t) is None:
+            continue
+        before = [_version(u) for u in tensors]
+        own = before[i]
+        if own is None:
+            continue
+        try:
+            bump(t)
+        except Exception:
+            continue
+        try:
+            after = [_version(u) for u in tensors]
+        finally:
+            _set_version(restore, t, own)
+        for j, (a, b) in enumerate(zip(before, after)):
+            if a is not None and b is not None and a != b and labels[j] is None:
+                labels[j] = i
+    return labels
+
+
+def _set_version(restore: Callable[..., Any], t: Any, value: int) -> None:
+    try:
+        restore((t,), (value,))
+    except TypeError:  # older signature: one tensor, one int
+        restore(t, value)
+
+
+def bytes_reached(shape: Any, stride: Any, offset: int, element_size: int) -> int:
+    """Bytes of storage a strided tensor of that geometry reaches, its offset
+    included (0 when it has no elements) -- ATen's computeStorageNbytes."""
+    if any(n == 0 for n in shape):
+        return 0
+    return (offset + sum((n - 1) * s for n, s in zip(shape, stride)) + 1) * element_size
+
+
+def storage_too_small(t: Any) -> bool:
+    """True when a strided tensor reaches past the end of its storage (e.g.
+    after ``untyped_storage().resize_(0)``): reading its values crashes the
+    process (https://github.com/pytorch/pytorch/issues/171676)."""
+    import torch
+
+    try:
+        if t.layout != torch.strided or t.device.type == "meta":
+            return False
+        return t.untyped_storage().nbytes() < bytes_reached(
+            t.shape, t.stride(), t.storage_offset(), t.element_size())
+    except Exception:
+        return False
+
+
+# -- autograd ----------------------------------------------------------------------------------
+
+
+def creation_meta(t: Any) -> Any:
+    """A view's ``CreationMeta`` as text (``"CreationMeta.NO_GRAD_MODE"``),
+    None for a tensor that is not a view."""
+    import torch
+
+    get = getattr(torch._C._autograd, "_get_creation_meta", None)
+    if get is None or not is_view(t):
+        return None
+    return safe(lambda: str(get(t)))
