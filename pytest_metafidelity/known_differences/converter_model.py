@@ -69,7 +69,7 @@ def visiting_order(conversion: Any) -> tuple[Any, ...]:
 
 
 def _visiting_order(conversion: Any) -> list[Any]:
-    from ..checks._util import base_of, grad_of, inner_tensors
+    from ..strategies.tensor_facts import base_of, grad_of, inner_tensors
 
     seq: list[Any] = []
     seen: set[int] = set()
@@ -101,7 +101,7 @@ def converted_storage_nbytes(conversion: Any, t: Any, *, grow_on_views: bool) ->
     size), grown by each later tensor on S that reaches further: ``set_``
     for non-views; ``as_strided`` for views, which grows fake tensors'
     storages (``grow_on_views``) but not meta tensors'."""
-    from ..checks._util import is_view
+    from ..strategies.tensor_facts import is_view
 
     key = storage_key(t)
     real_n = t.untyped_storage().nbytes()

@@ -123,7 +123,8 @@ def is_wrapper(t: Any) -> bool:
     the tensor inside it and wraps the result."""
     import torch
 
-    from ..checks._util import functorch_unwrapped, safe
+    from ..strategies.tensor_facts import functorch_unwrapped
+    from ..strategies.torch_errors import safe
 
     return (functorch_unwrapped(t) is not None
             or bool(safe(lambda: torch._is_functional_tensor(t), False)))

@@ -123,7 +123,8 @@ def triage(
 ) -> Triage:
     """Split ``mismatches`` into explained and unexplained; find the active
     entries that expected a difference here but saw none."""
-    from ..checks._util import resolve, walk_real
+    from ..checks._util import resolve
+    from ..strategies.tensor_facts import walk_real
 
     entries = _active(converter, entries)
     ran = frozenset(checks_run)

@@ -64,7 +64,7 @@ ENTRIES.append(KnownDifference(
 
 @family_wide
 def any_grad_of_another_dtype(case: Case) -> bool:
-    from ...checks._util import grad_of
+    from ...strategies.tensor_facts import grad_of
 
     for t in case.family:
         g = grad_of(t)

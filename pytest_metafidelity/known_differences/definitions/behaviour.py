@@ -40,7 +40,7 @@ def _behaviour_recorded(attr: str, test: Any, in_family: Any = None) -> Any:
     """A predicate holding when the ``behaviour`` check recorded, on the
     conversion, an item of ``attr`` satisfying ``test`` -- and, with
     ``in_family``, some tensor of the family satisfies it (read safely)."""
-    from ...checks._util import safe
+    from ...strategies.torch_errors import safe
 
     def holds(case: Case) -> bool:
         if not any(test(x) for x in getattr(case.conversion, attr, ())):
@@ -591,7 +591,7 @@ def _history_has(t: Any, node: str, depth: int = 16) -> bool:
 
 
 def _empty_view_as_real_view(t: Any) -> bool:
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     return is_view(t) and t.numel() == 0 and _history_has(t, "ViewAsRealBackward0")
 
@@ -652,7 +652,7 @@ def _view_of_overlapping_base(t: Any) -> bool:
     strides that revisit elements)."""
     import torch
 
-    from ...checks._util import base_of, is_view
+    from ...strategies.tensor_facts import base_of, is_view
     from ...strategies.dense import required_numel
 
     base = base_of(t) if is_view(t) else None
@@ -703,7 +703,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 
 
 def _conj_view(t: Any) -> bool:
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     return is_view(t) and t.is_conj()
 

@@ -31,7 +31,7 @@ ENTRIES: list[KnownDifference] = []
 def requires_grad_leaf(case: Case) -> bool:
     """A leaf that requires grad and is not a view (views are re-created on
     the wrapped base, not wrapped)."""
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     t = case.tensor
     return t is not None and bool(t.requires_grad and t.is_leaf) and not is_view(t)
@@ -124,7 +124,7 @@ ENTRIES.append(KnownDifference(
 
 def functional_separates_aliases(case: Case) -> bool:
     """Tensors sharing a storage without being views of one base."""
-    from ...checks._util import base_of, is_view
+    from ...strategies.tensor_facts import base_of, is_view
 
     t = case.tensor
     if not plain_strided(t):
@@ -166,7 +166,7 @@ def functional_storage_sized_to_tensors(case: Case) -> bool:
     or a view's base) a storage sized to the tensors on it: its reach, grown
     by views of it reaching further -- unless the root reaches nothing: the
     zero-byte functional storage stays zero bytes."""
-    from ...checks._util import base_of, is_view
+    from ...strategies.tensor_facts import base_of, is_view
 
     t = case.tensor
     if not plain_strided(t) or not static_fake_nbytes(case):
@@ -351,7 +351,8 @@ def functional_dynamic_storage_from_inner(case: Case) -> bool:
     where that size is static."""
     import torch
 
-    from ...checks._util import has_symbolic, is_symbolic, resolve, safe
+    from ...checks._util import has_symbolic, is_symbolic, resolve
+    from ...strategies.torch_errors import safe
 
     t = case.tensor
     if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
@@ -413,7 +414,7 @@ def functional_zero_byte_resize(case: Case) -> bool:
     that check."""
     import torch
 
-    from ...checks._util import safe
+    from ...strategies.torch_errors import safe
 
     def raises(t: Any) -> bool:
         if not safe(lambda: bool(torch._is_functional_tensor(t)), False) or t.numel() != 0:
@@ -472,7 +473,7 @@ def functional_value_replaced(case: Case) -> bool:
     torch._sync applied -- regenerating the value from the updated base."""
     import torch
 
-    from ...checks._util import safe
+    from ...strategies.torch_errors import safe
     from ...snapshots import FUNCTIONAL_VALUE
 
     t = case.tensor

@@ -21,7 +21,7 @@ def functorch_inner_requires_grad(case: Case) -> bool:
     """The tensor inside functorch wrappers requires grad: MetaConverter's
     _to_fake_tensor rebuilds it with empty_strided, without requires_grad
     (and so without its autograd history)."""
-    from ...checks._util import functorch_unwrapped
+    from ...strategies.tensor_facts import functorch_unwrapped
 
     t = case.tensor
     return (t is not None and ".unwrapped" in case.path and functorch_unwrapped(t) is None
@@ -62,7 +62,7 @@ def _functorch_innermost(case: Case) -> Any:
     ``case.path``: ``case.tensor`` itself when it was reached inside a
     functorch wrapper (a ``….unwrapped`` path), the innermost unwrapped
     tensor when ``case.tensor`` is a functorch wrapper; else None."""
-    from ...checks._util import functorch_unwrapped
+    from ...strategies.tensor_facts import functorch_unwrapped
 
     t = case.tensor
     if t is None:
@@ -119,7 +119,7 @@ def functorch_inner_storage_nbytes(case: Case) -> bool:
     """The storage of the tensor inside functorch wrappers is not the size
     empty_strided(size, stride) allocates: what the tensor reaches from
     offset 0."""
-    from ...checks._util import functorch_unwrapped
+    from ...strategies.tensor_facts import functorch_unwrapped
 
     t = case.tensor
     if t is None or ".unwrapped" not in case.path or functorch_unwrapped(t) is not None:
@@ -165,7 +165,7 @@ def functorch_inner_view(case: Case) -> bool:
     the plain tensor) is a view: _to_fake_tensor recurses through the
     levels without meta_tensor's view handling, so nothing it rebuilds is a
     view."""
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     t = case.tensor
     return t is not None and ".unwrapped" in case.path and is_view(t)
@@ -208,7 +208,8 @@ def any_grad_tracking_non_leaf(case: Case) -> bool:
     converts (the tensors, their bases and grads)."""
     import torch
 
-    from ...checks._util import is_view, safe
+    from ...strategies.tensor_facts import is_view
+    from ...strategies.torch_errors import safe
 
     fns = getattr(torch._C, "_functorch", None)
     if fns is None:

@@ -36,7 +36,7 @@ def any_copy_fails(case: Case) -> bool:
     wrappers); clone() of sparse tensors.  Decided by doing the same copy."""
     import torch
 
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
     from ...strategies.tensor_facts import family_of, storage_too_small
 
     for top in case.conversion.real:
@@ -146,7 +146,8 @@ def carried_values_not_copied(case: Case) -> bool:
     as_strided view of it)."""
     import torch
 
-    from ...checks._util import base_of, is_view, resolve
+    from ...checks._util import resolve
+    from ...strategies.tensor_facts import base_of, is_view
     from ...checks.oracle import carried_values_differ
 
     t = case.tensor
@@ -321,7 +322,7 @@ def any_functional_tensor_set_storage(case: Case) -> bool:
     data for the carried real tensor -- which raises, except on the meta
     device, whose storages copy without that check.  (A later tensor on a
     converted storage reuses it; a view is made from its base.)"""
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     converted: set[Any] = set()
     for u in visiting_order(case.conversion):
@@ -378,7 +379,7 @@ def reaches_past_first_tensor(case: Case) -> bool:
     """A tensor reaches past the storage of the first non-view tensor on its
     storage, which was allocated at offset 0 with that tensor's reach: the
     carried real tensors' storage is too small for it."""
-    from ...checks._util import is_view
+    from ...strategies.tensor_facts import is_view
 
     conversion = case.conversion
     first: dict[Any, Any] = {}
@@ -570,7 +571,8 @@ def real_functorch_view_refusal_fails(case: Case) -> bool:
     unimplemented(context=str(t)) -- whose description, with the real data
     that real-tensor propagation puts in it, cannot be printed (the values
     of a sub-byte or bits dtype cannot be read)."""
-    from ...checks._util import functorch_unwrapped, is_view, safe
+    from ...strategies.tensor_facts import functorch_unwrapped, is_view
+    from ...strategies.torch_errors import safe
 
     return any(
         functorch_unwrapped(t) is not None and is_view(t)

@@ -147,7 +147,7 @@ def shares_version_counter_outside_view_tree(case: Case) -> bool:
     that is not in its view tree (not its base, a view of its base, ...) --
     e.g. ``x`` and ``x.detach()``.  Converters share version counters only
     along view relationships."""
-    from ...checks._util import base_of, is_view
+    from ...strategies.tensor_facts import base_of, is_view
     from ...strategies.tensor_facts import version_partition
 
     t = case.tensor

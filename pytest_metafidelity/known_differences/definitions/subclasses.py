@@ -29,7 +29,8 @@ def subclass_view_replays_symbol(case: Case) -> bool:
     ShapeEnv.create_symbol."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    from ...checks._util import is_view, safe
+    from ...strategies.tensor_facts import is_view
+    from ...strategies.torch_errors import safe
 
     return any(
         is_view(t) and t._base is not None and is_traceable_wrapper_subclass(t)
@@ -90,7 +91,8 @@ def dispatch_cache_zero_element_view(case: Case) -> bool:
     starts with an empty cache, so both runs are deterministic)."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    from ...checks._util import is_view, safe
+    from ...strategies.tensor_facts import is_view
+    from ...strategies.torch_errors import safe
 
     if not memo(case, "zero-element-subclass-view", lambda: any(
             is_view(t) and safe(lambda: t.numel() == 0, False)
@@ -151,7 +153,8 @@ def subclass_view_replay_mismatch(case: Case) -> bool:
     diagonal at the input's offset)."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    from ...checks._util import is_view, safe
+    from ...strategies.tensor_facts import is_view
+    from ...strategies.torch_errors import safe
 
     return any(
         is_view(t) and t._base is not None and is_traceable_wrapper_subclass(t)
