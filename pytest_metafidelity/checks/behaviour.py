@@ -54,7 +54,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
-from ..converters import convert_all
+from ..converters import clear_dispatch_cache, convert_all
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_not_plain
 from ..findings import StepDifference
@@ -501,6 +501,7 @@ def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
     if fresh is None:
         yield conv.converter, tuple(conv.fake)
         return
+    clear_dispatch_cache()  # as make_converter does for every conversion
     converter = fresh()
     try:
         order = conv.order if conv.order is not None else range(len(conv.real))
@@ -704,6 +705,9 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
     """(path, attribute) of what differs between the real tensors and the
     control at step ``k``, or None when no control can be built."""
     meta = not getattr(conv.converter, "fake_tensors", False)
+    # Like every conversion, the control starts from an empty dispatch cache:
+    # what it shows depends on the recipe alone, as in a reproducer's process.
+    clear_dispatch_cache()
     try:
         with _quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
