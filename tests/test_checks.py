@@ -30,6 +30,46 @@ def test_every_check_is_registered_with_a_stable_name_and_summary() -> None:
         assert module.__doc__ and f"`{name}`" in module.__doc__, name
 
 
+TOY_CHECK_MODULE = '''"""`toy_dtype`: a check added as a module of the checks package, listed nowhere."""
+from pytest_metafidelity.checks import Conversion, Mismatch, check
+
+
+@check("toy_dtype", "the dtype of every converted tensor is float32")
+def toy_dtype_check(conv: Conversion) -> list[Mismatch]:
+    return [Mismatch("toy_dtype", name, "dtype", "float32", str(fake.dtype))
+            for name, real, fake in conv.pairs() if str(fake.dtype) != "torch.float32"]
+'''
+
+
+def test_a_check_module_added_to_the_package_runs_without_being_listed(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Adding a check touches its module (and the README's table), nothing
+    else: the package finds every public module in its folders.  (The
+    module is put in a folder added to the package's path for the test.)"""
+    import sys
+
+    from pytest_metafidelity import checks
+
+    all_checks()
+    (tmp_path / "toy_dtype.py").write_text(TOY_CHECK_MODULE)
+    monkeypatch.setattr(checks, "__path__", [*checks.__path__, str(tmp_path)])
+    monkeypatch.setattr(checks, "_loaded", False)
+    monkeypatch.setattr(checks, "_CHECKS", dict(checks._CHECKS))
+    monkeypatch.setattr(checks, "_ORDERED", [])
+    monkeypatch.delitem(sys.modules, "pytest_metafidelity.checks.toy_dtype", raising=False)
+    try:
+        assert checks.check_modules()[-1] == "toy_dtype"
+        assert list(all_checks())[-1] == "toy_dtype"
+        assert "toy_dtype" in checks.default_checks()
+        outcome = check_faithful(torch.ones(2, dtype=torch.float64), converters=["fake"],
+                                 checks=["toy_dtype"]).outcomes[0]
+        assert outcome.status == FAILED and outcome.mismatches[0].fake == "torch.float64"
+    finally:
+        monkeypatch.undo()
+        sys.modules.pop("pytest_metafidelity.checks.toy_dtype", None)
+    assert "toy_dtype" not in all_checks()
+
+
 @contextlib.contextmanager
 def faulty(base: str, fix: Callable[[Any, Any, Any], Any], **attrs: Any) -> Iterator[str]:
     """Register, for the test's duration, converter "faulty": ``base`` with

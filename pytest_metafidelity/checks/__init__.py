@@ -34,14 +34,26 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError", "Mismatch",
-    "all_checks", "check", "default_checks", "run_checks",
+    "all_checks", "check", "check_modules", "default_checks", "run_checks",
 ]
 
-# Modules defining checks, in report order.
+# The report order of the built-in checks' modules.  Every other module of
+# this package whose name does not start with "_" is found and imported too,
+# after these, by name (the checks it defines register on import): adding a
+# check is its module and its row in the README's table, no list.
 CHECK_MODULES = (
     "metadata", "oracle", "aliasing", "storage", "memo", "autograd", "sparse", "wrappers",
     "purity", "behaviour", "reconvert",
 )
+
+
+def check_modules() -> list[str]:
+    """The modules of this package that define checks: CHECK_MODULES, then
+    every other public module found in the package's folders, by name."""
+    import pkgutil
+
+    found = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    return [*CHECK_MODULES, *(m for m in found if m not in CHECK_MODULES)]
 
 
 @dataclasses.dataclass
@@ -158,18 +170,18 @@ _ORDERED: list[tuple[tuple[CheckSpec, ...], dict[str, CheckSpec]]] = []
 
 
 def all_checks() -> dict[str, CheckSpec]:
-    """The registered checks, in CHECK_MODULES order (whichever module was
-    imported first), then those registered elsewhere.  A copy: ordered again
-    only when the registrations change."""
+    """The registered checks, in the order of :func:`check_modules`
+    (whichever module was imported first), then those registered elsewhere.
+    A copy: ordered again only when the registrations change."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in CHECK_MODULES:
+        for module in check_modules():
             importlib.import_module(f"{__name__}.{module}")
     specs = tuple(_CHECKS.values())
     if not _ORDERED or len(specs) != len(_ORDERED[0][0]) or any(
             a is not b for a, b in zip(specs, _ORDERED[0][0])):
-        rank = {f"{__name__}.{m}": i for i, m in enumerate(CHECK_MODULES)}
+        rank = {f"{__name__}.{m}": i for i, m in enumerate(check_modules())}
         ordered = dict(sorted(_CHECKS.items(),
                               key=lambda kv: rank.get(kv[1].fn.__module__, len(rank))))
         _ORDERED[:] = [(specs, ordered)]
