@@ -171,32 +171,21 @@ def _one_converter(
     except Exception as e:
         return _internal_error(name, "converter set-up", e)
     conversion.converter = converter
+    stage = "snapshots"
     try:
         before = snapshots.capture(tuple(names), tuple(tensors))
-    except Exception as e:
-        converter.close()
-        return _internal_error(name, "snapshots", e)
-    try:
+        stage = "conversion"
         fakes = convert_all(converter, tensors, order)
-    except Unsupported as e:
-        converter.close()
-        return Outcome(name, UNSUPPORTED, reason=str(e))
-    except Exception as e:  # the converter crashed: a fidelity failure
-        converter.close()
-        import traceback
-
-        where = traceback.extract_tb(e.__traceback__)[-1]
-        release_frames(e)
-        m = Mismatch(
-            check="conversion", path=", ".join(names), attribute="raised",
-            real="a converted tensor", fake=f"{type(e).__name__}: {e}",
-            detail=f"raised at {where.filename}:{where.lineno} in {where.name}")
-        return _judge(name, [m], conversion, {"conversion"}, strict)
-    try:
+        stage = "snapshots"
         after = snapshots.capture(tuple(names), tuple(tensors))
     except Exception as e:
         converter.close()
-        return _internal_error(name, "snapshots", e)
+        if stage != "conversion":
+            return _internal_error(name, stage, e)
+        if isinstance(e, Unsupported):
+            return Outcome(name, UNSUPPORTED, reason=str(e))
+        # the converter crashed: a fidelity failure
+        return _judge(name, [_conversion_raised(names, e)], conversion, {"conversion"}, strict)
     # From here on, whatever raises is ours (a check, the triage): an
     # internal error, never a finding.
     try:
@@ -223,6 +212,18 @@ def _one_converter(
         return outcome
     finally:
         converter.close()
+
+
+def _conversion_raised(names: Sequence[str], e: Exception) -> Mismatch:
+    """The finding of a conversion that raised ``e``, with where it raised."""
+    import traceback
+
+    where = traceback.extract_tb(e.__traceback__)[-1]
+    release_frames(e)
+    return Mismatch(
+        check="conversion", path=", ".join(names), attribute="raised",
+        real="a converted tensor", fake=f"{type(e).__name__}: {e}",
+        detail=f"raised at {where.filename}:{where.lineno} in {where.name}")
 
 
 def _internal_error(converter: str, where: str, error: Exception) -> Outcome:

@@ -346,6 +346,22 @@ def test_a_step_raising_in_torch_leaves_the_dispatch_key_sets_alone() -> None:
     assert (torch.ones(1, requires_grad=True) * 2).requires_grad
 
 
+def test_programs_draw_schema_built_steps_only_with_the_variable_set(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_metafidelity.strategies.programs import ATEN_STEPS_VARIABLE
+
+    tensors = (torch.randn(3, 4),)
+
+    def ops() -> set[str]:
+        return {step.op for program in seeded_programs(tensors, 40, seed=0)
+                for step in program.steps}
+
+    monkeypatch.setenv(ATEN_STEPS_VARIABLE, "1")
+    assert ops() & ATEN_NAMES, "no schema-built step in 40 programs with the variable set"
+    monkeypatch.delenv(ATEN_STEPS_VARIABLE)
+    assert ops() <= set(OP_NAMES)
+
+
 def test_the_program_runs_on_a_conversion_of_its_own() -> None:
     # The known-difference registry judges the other checks' findings on the
     # conversion's tensors after every check ran: the program must not have

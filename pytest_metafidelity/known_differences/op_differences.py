@@ -972,11 +972,12 @@ OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
         id="named-tensors-on-meta",
         until="2.13",  # (2.13's tensors have no rename())
-        statement=r"\.rename\(",
+        statement=r"\.rename_?\(",
         attribute="raised",
         applies=_raised("named tensors only support", side="fake"),
         reason=(
-            "rename() (named tensors, a prototype) on a meta tensor raises 'NYI: named tensors "
+            "rename() and rename_() (named tensors, a prototype) on a meta tensor raise 'NYI: "
+            "named tensors "
             "only support CPU, CUDA, XPU or privateuseone tensors', where eager's CPU tensor "
             "renames"
         ),
