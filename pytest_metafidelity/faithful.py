@@ -17,10 +17,10 @@ from .checks import Conversion, InternalError, Mismatch, all_checks, default_che
 from .checks.behaviour import first_differing_step
 from .checks.wrappers import INNER_CHECKS
 from .converters import CONVERTERS, Unsupported, available_converters, convert_all, make_converter
-from .strategies.described import recipe_for
 from .outcomes import (FAILED, FAILING, INTERNAL, KNOWN, PASSED, STATUSES, UNSUPPORTED, XPASS,
                        FidelityError, FidelityResult, Outcome)
 from .reproducer import Rerun, checked_reproducer, reproducer_source
+from .strategies.described import recipe_for
 from .strategies.programs import Program, as_program, seeded_programs
 from .strategies.torch_errors import release_frames
 
@@ -34,6 +34,7 @@ __all__ = [
     "FidelityError", "FidelityResult", "Outcome", "assert_faithful", "check_faithful",
     "convert_all", "rerun_like",
 ]
+
 
 def _validate(names: Sequence[str] | None, registry: dict[str, Any], what: str) -> None:
     for n in names or ():

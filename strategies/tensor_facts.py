@@ -122,42 +122,26 @@ def family_of(t: Any, depth: int = 0) -> Iterator[Any]:
     recursively: every tensor a conversion of ``t`` may touch (a tensor
     reached twice comes twice).  :func:`walk_real` is the walk the checks
     name paths by (a leaf's ``.grad`` only; functorch wrappers on request)."""
-    import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
     yield t
     if depth > 8:
         return
-    if t._is_view() and t._base is not None:
-        yield from family_of(t._base, depth + 1)
-    grad = any_grad(t)
-    if grad is not None:
-        yield from family_of(grad, depth + 1)
-    if is_traceable_wrapper_subclass(t):
-        for attr in t.__tensor_flatten__()[0]:
-            inner = getattr(t, attr)
-            if isinstance(inner, torch.Tensor):
-                yield from family_of(inner, depth + 1)
-    inner = _wrapped_tensor(t)
-    if inner is not None:
-        yield from family_of(inner, depth + 1)
+    reached = (base_of(t), any_grad(t), *(inner for _, inner in inner_tensors(t)),
+               _functional_value(t), functorch_unwrapped(t))
+    for u in reached:
+        if u is not None:
+            yield from family_of(u, depth + 1)
 
 
-def _wrapped_tensor(t: Any) -> Any:
-    """The tensor inside a C++ functional or a functorch wrapper, or None."""
+def _functional_value(t: Any) -> Any:
+    """The tensor a C++ functional tensor wraps, or None.  (A Python
+    FunctionalTensor is converted as a plain tensor: MetaConverter does not
+    look inside it.)"""
     import torch
 
     try:
-        # (A Python FunctionalTensor is converted as a plain tensor: MetaConverter
-        # does not look inside it.)
-        if torch._is_functional_tensor(t):
-            return torch._from_functional_tensor(t)
-        fns = torch._C._functorch
-        if fns.is_functorch_wrapped_tensor(t):
-            return fns.get_unwrapped(t)
+        return torch._from_functional_tensor(t) if torch._is_functional_tensor(t) else None
     except Exception:
         return None
-    return None
 
 
 def any_grad(t: Any) -> Any:

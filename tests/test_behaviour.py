@@ -497,7 +497,8 @@ def test_the_unchecked_storage_bound_entry_needs_the_fake_past_the_bound(
     conversion = Conversion(("t0",), (t,), (None,), None)
     real = ("RuntimeError: setStorage: sizes [1], strides [1], storage offset 0, and itemsize 4 "
             "requiring a storage size of 4 are out of bounds for storage of size 0")
-    conversion.behaviour_differences = {StepDifference("raised", real, fake, 1, (1,), "*", "t0.set_()")}
+    conversion.behaviour_differences = {
+        StepDifference("raised", real, fake, 1, (1,), "*", "t0.set_()")}
     assert holds(Case("fake", "t0", t, (t,), conversion)) is explained
 
 

@@ -30,7 +30,7 @@ def test_every_check_is_registered_with_a_stable_name_and_summary() -> None:
         assert module.__doc__ and f"`{name}`" in module.__doc__, name
 
 
-TOY_CHECK_MODULE = '''"""`toy_dtype`: a check added as a module of the checks package, listed nowhere."""
+TOY_CHECK_MODULE = '''"""`toy_dtype`: a check added to the checks package, listed nowhere."""
 from pytest_metafidelity.checks import Conversion, Mismatch, check
 
 

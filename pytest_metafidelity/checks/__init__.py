@@ -33,8 +33,8 @@ if TYPE_CHECKING:
     from ..strategies.recipe import Recipe
 
 __all__ = [
-    "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError", "Mismatch",
-    "all_checks", "check", "check_modules", "default_checks", "run_checks",
+    "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError",
+    "Mismatch", "all_checks", "check", "check_modules", "default_checks", "run_checks",
 ]
 
 # The report order of the built-in checks' modules.  Every other module of

@@ -55,11 +55,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
 from ..converters import clear_dispatch_cache, convert_all
+from ..findings import StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_not_plain
-from ..findings import StepDifference
-from . import Conversion, Mismatch, check, step_time_limit
 from ..strategies.tensor_facts import creation_meta, plain_strided, storage_key, version_partition
+from . import Conversion, Mismatch, check, step_time_limit
 from ._util import walk_real
 
 if TYPE_CHECKING:

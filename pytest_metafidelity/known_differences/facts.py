@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+# (plain_strided and storage_key are here for the predicates, which import
+# their facts from this module)
 from ..strategies.tensor_facts import (is_functorch_wrapped, layout_name, plain_strided,
                                        storage_key)
 from .core import Case
-
-__all__ = ["layout_name", "plain_strided", "storage_key"]  # facts of tensor_facts the predicates use
 
 
 def family_wide(predicate: Callable[[Case], bool]) -> Callable[[Case], bool]:

@@ -977,9 +977,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         applies=_raised("named tensors only support", side="fake"),
         reason=(
             "rename() and rename_() (named tensors, a prototype) on a meta tensor raise 'NYI: "
-            "named tensors "
-            "only support CPU, CUDA, XPU or privateuseone tensors', where eager's CPU tensor "
-            "renames"
+            "named tensors only support CPU, CUDA, XPU or privateuseone tensors', where "
+            "eager's CPU tensor renames"
         ),
         link=BY_DESIGN,
         reproducer=(

@@ -126,7 +126,8 @@ _BEHAVIOUR_ENTRIES += [
         attribute=r"raised",
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d.attribute == "raised" and "INTERNAL ASSERT FAILED" in d.real and d.fake == "nothing"),
+            lambda d: d.attribute == "raised" and "INTERNAL ASSERT FAILED" in d.real
+            and d.fake == "nothing"),
         reason=(
             "the real tensors hit an internal assertion of eager autograd (a torch bug: "
             "'out != nullptr INTERNAL ASSERT FAILED at variable.cpp', an in-place op on a "
@@ -234,7 +235,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d.attribute == "raised" and "out of bounds for storage" in d.real and d.fake == "nothing"),
+        lambda d: d.attribute == "raised" and "out of bounds for storage" in d.real
+        and d.fake == "nothing"),
     converters=where(symbolic=True),
     reason=(
         "a fake with symbolic sizes checks an in-place metadata op (unsqueeze_) against its "
@@ -391,7 +393,8 @@ def behaviour_grad_lost_conj_bit(case: Case) -> bool:
     (``….grad``) that is a conjugate view on the real side and not on the
     converted side."""
     return case.path.endswith(".grad") and any(
-        d.attribute == "is_conj()" and d.real == "True" and d.fake == "False" and d.path == case.path
+        d.attribute == "is_conj()" and d.real == "True" and d.fake == "False"
+        and d.path == case.path
         for d in getattr(case.conversion, "behaviour_differences", ()))
 
 
@@ -601,7 +604,8 @@ def _empty_view_as_real_view(t: Any) -> bool:
 # no elements has ViewAsRealBackward0 in its autograd history.
 behaviour_view_as_real_grad_of_nothing = _behaviour_recorded(
     "behaviour_differences",
-    lambda d: d.attribute == "raised" and "last dimension with stride 1" in d.real and d.fake == "nothing",
+    lambda d: d.attribute == "raised" and "last dimension with stride 1" in d.real
+    and d.fake == "nothing",
     in_family=_empty_view_as_real_view)
 
 
@@ -711,7 +715,8 @@ def _conj_view(t: Any) -> bool:
 # An is_leaf the converted side could not read (None) where the real side
 # could, and a conjugate view in the family.
 behaviour_conj_view_autograd_unreadable = _behaviour_recorded(
-    "behaviour_differences", lambda d: d.attribute == "is_leaf" and d.fake == "None" and d.real != "None",
+    "behaviour_differences",
+    lambda d: d.attribute == "is_leaf" and d.fake == "None" and d.real != "None",
     in_family=_conj_view)
 
 
@@ -913,7 +918,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     check="behaviour",
     attribute=r"item\(\)",
     applies=_behaviour_recorded(
-        "behaviour_differences", lambda d: d.attribute == "item()" and _calls_in_place_op(d.source)),
+        "behaviour_differences",
+        lambda d: d.attribute == "item()" and _calls_in_place_op(d.source)),
     converters=where(symbolic=True),
     reason=(
         "a 0-dim float64 or int64 tensor converted with a ShapeEnv and a source remembers a "
