@@ -233,6 +233,32 @@ def _view_inplace_version_lost(c: Converted) -> None:
         _replace_method(c.tensor, name, _keep_version)
 
 
+def _not_coalescing(original: Any, self: Any, args: tuple, kwargs: dict) -> Any:
+    import torch
+
+    out = original(self, *args, **kwargs)
+    version = out._version
+    out._coalesced_(False)  # (which bumps its version: set back)
+    torch._C._autograd._unsafe_set_version_counter((out,), (version,))
+    return out
+
+
+def _sparse_coo(c: Converted) -> bool:
+    import torch
+
+    return c.tensor.layout == torch.sparse_coo
+
+
+def _coalesce_not_marked(c: Converted) -> None:
+    _replace_method(c.tensor, "coalesce", _not_coalescing)
+
+
+def _wrapper_subclass(c: Converted) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(c.tensor) and not c.tensor.is_nested
+
+
 def _requires_grad(c: Converted) -> bool:
     return bool(c.tensor.requires_grad)
 
@@ -324,6 +350,26 @@ FAULTS: dict[str, BehaviourFault] = {
         _requires_grad, _no_grad_views_track_grad,
         (("t0 = torch.zeros(3, 4, requires_grad=True)",), ("t0",),
          "with torch.no_grad():\n    p0 = t0.unsqueeze(0)", "fake")),
+    "sparse-coalesce-unmarked": BehaviourFault(
+        ("sparse_coo",), "every converter",
+        "coalesce() of a converted sparse COO tensor returns a tensor not marked coalesced "
+        "(is_coalesced() is False), where the real one is",
+        "the converted tensor's coalesced flag, sparse dims, index dtype and nnz are right; "
+        "only a program that coalesces it sees the result",
+        _sparse_coo, _coalesce_not_marked,
+        (("i0 = torch.empty((2, 0), dtype=torch.int64)", "v0 = torch.empty((0,))",
+          "t0 = torch.sparse_coo_tensor(i0, v0, (2, 3))"), ("t0",), "p0 = t0.coalesce()",
+         "fake")),
+    "subclass-inplace-version-lost": BehaviourFault(
+        ("two_tensor", "two_tensor_nested", "subclass_ctx", "user_subclass"), "every converter",
+        "an in-place op (zero_, fill_, add_, mul_) called on a converted wrapper subclass "
+        "(TwoTensor, ScaledTensor, ...) does not bump its version counter",
+        "the wrapper's and its inner tensors' version counters are right at conversion; "
+        "only an in-place op shows it",
+        _wrapper_subclass, _view_inplace_version_lost,
+        (("from torch.testing._internal.two_tensor import TwoTensor",
+          "t0 = TwoTensor(torch.zeros(3, 4), torch.zeros(3, 4))"), ("t0",), "t0.zero_()",
+         "fake")),
     "view-inplace-version-lost": BehaviourFault(
         ("view", "set_alias", "view_family"), "every converter",
         "an in-place op (zero_, fill_, add_, mul_) called on a converted view does not bump the "

@@ -41,7 +41,7 @@ import keyword
 from typing import Any, Protocol, Sequence
 
 from .aten_vocabulary import AtenOp, vocabulary
-from .tensor_facts import storage_too_small
+from .tensor_facts import reaches_past_storage
 
 # Ops the programs never draw, with why.  Internal ops that trust their
 # arguments (no bounds or shape checks) could read or write outside a
@@ -125,7 +125,7 @@ class AtenStep:
         # contiguous() or to() copies): never on a tensor reaching past its
         # storage, nor on a conj or neg view of a storage of 0 bytes (stock
         # torch crashes copying one).
-        if str(t.dtype).removeprefix("torch.") not in _DTYPES or storage_too_small(t):
+        if str(t.dtype).removeprefix("torch.") not in _DTYPES or reaches_past_storage(t):
             return False
         if (t.is_conj() or t.is_neg()) and t.untyped_storage().nbytes() == 0:
             return False
@@ -177,7 +177,7 @@ def _value(ch: Choices, op: str, argument: Any, n: str, t: Any, live: dict[str, 
         # Itself (which some ops refuse: its elements overlap the written
         # ones), a copy of it, or another live tensor of its shape and dtype.
         others = [m for m, u in live.items() if m != n and u.dtype == t.dtype
-                  and tuple(u.shape) == tuple(t.shape) and not storage_too_small(u)]
+                  and tuple(u.shape) == tuple(t.shape) and not reaches_past_storage(u)]
         return ch.pick([n, f"{n}.clone()", *others])
     if kind in ("List[Tensor]", "List[Optional[Tensor]]") and name in _INDEX_NAMES:
         return f"[{n}.new_zeros((1,), dtype=torch.long)]"

@@ -40,6 +40,10 @@ from the rest of aten's view and in-place ops
 (:mod:`.aten_steps`: each called with arguments built from its schema), so
 that an operator torch adds is drawn without a line here.
 
+Sparse COO, sparse compressed and nested jagged tensors draw from
+vocabularies of their own layout's ops (:data:`VOCABULARIES`); a wrapper
+subclass draws the strided one, run on its inner tensors by its dispatch.
+
 Two drivers draw from the same vocabulary: :func:`programs` (a Hypothesis
 strategy) and :func:`seeded_programs` (a seeded ``random.Random``, for
 ``assert_faithful(..., programs=N)`` outside Hypothesis).
@@ -61,7 +65,8 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import storage_too_small, walk_real
+from .tensor_facts import (COMPRESSED_LAYOUTS, layout_name, reaches_past_storage,
+                           storage_too_small, walk_real)
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -308,7 +313,7 @@ def _as_strided(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
 def _same_shape_other(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     """A live tensor of t's shape (t itself when there is no other)."""
     others = [m for m, u in live.items() if m != n and tuple(u.shape) == tuple(t.shape)
-              and not storage_too_small(u)]
+              and not reaches_past_storage(u)]
     return ch.pick(others) if others and ch.boolean() else n
 
 
@@ -333,7 +338,7 @@ def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     size = ch.integer(0, room + 4 if _zeroable(t) else room)
     # (resize_ to the sizes a tensor already has does not grow a storage
     # that was shrunk under it: zeroing it then writes past its end.)
-    if size > room and not storage_too_small(t):
+    if size > room and not reaches_past_storage(t):
         # Growing the storage leaves new elements uninitialized: give them values.
         return f"{n}.resize_({size}).zero_()"
     return f"{n}.resize_({size})"
@@ -410,6 +415,107 @@ AUTOGRAD_OPS = (
 # Simplest first (shrinking goes toward index 0).
 OPS = VIEW_OPS + INPLACE_OPS + AUTOGRAD_OPS
 OP_NAMES = tuple(op.name for op in OPS)
+_BY_NAME = {op.name: op for op in OPS}
+
+
+# -- the vocabularies of other layouts ---------------------------------------------------------
+#
+# A sparse or nested jagged tensor has few of the strided views and in-place
+# ops; its own vocabulary reaches what its conversion rebuilt: the index and
+# value tensors (views of the real ones, fakes of them on the other side),
+# the coalesced flag, the dense form, and autograd through them.  What a
+# step binds may be strided (``_values()``, ``to_dense()``): it then draws
+# from the strided vocabulary.  Wrapper subclasses (TwoTensor, ...) draw the
+# strided vocabulary: each op runs on the inner tensors by the subclass's
+# own dispatch.
+
+
+def _sparse_transpose(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    dims = max(int(t.sparse_dim()), 1)
+    return f"{n}.transpose({ch.integer(0, dims - 1)}, {ch.integer(0, dims - 1)})"
+
+
+def _compressed_indices(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
+    row_major = layout_name(t) in ("sparse_csr", "sparse_bsr")
+    if ch.boolean():
+        return f"{n}.{'col_indices' if row_major else 'row_indices'}()"
+    return f"{n}.{'crow_indices' if row_major else 'ccol_indices'}()"
+
+
+# A backward through a tensor's dense form (a sparse ``sum()`` is not
+# differentiable in every layout; ``to_dense`` is).
+_DENSE_BACKWARD = Op("backward", False, _always,
+                     lambda ch, n, t, live: f"{n}.to_dense().sum().abs().backward()")
+
+SPARSE_COO_OPS = (
+    _BY_NAME["detach"],
+    Op("coalesce", True, _always, lambda ch, n, t, live: f"{n}.coalesce()"),
+    Op("_values", True, _always, lambda ch, n, t, live: f"{n}._values()"),
+    Op("_indices", True, _always, lambda ch, n, t, live: f"{n}._indices()"),
+    Op("to_dense", True, _always, lambda ch, n, t, live: f"{n}.to_dense()"),
+    Op("t", True, lambda t: t.dim() <= 2, lambda ch, n, t, live: f"{n}.t()"),
+    Op("transpose", True, lambda t: t.sparse_dim() > 0, _sparse_transpose),
+    _BY_NAME["zero_"],
+    _BY_NAME["mul_"],
+    Op("_coalesced_", False, _always,
+       lambda ch, n, t, live: f"{n}._coalesced_({ch.boolean()})"),
+    _BY_NAME["requires_grad_"],
+    _BY_NAME["detach_"],
+    _BY_NAME["retain_grad"],
+    _DENSE_BACKWARD,
+    _BY_NAME["grad"],
+)
+
+COMPRESSED_OPS = (
+    _BY_NAME["detach"],
+    Op("values", True, _always, lambda ch, n, t, live: f"{n}.values()"),
+    Op("compressed_indices", True, _always, _compressed_indices),
+    Op("to_dense", True, _always, lambda ch, n, t, live: f"{n}.to_dense()"),
+    Op("to_sparse_coo", True, lambda t: layout_name(t) in ("sparse_csr", "sparse_csc"),
+       lambda ch, n, t, live: f"{n}.to_sparse()"),
+    _BY_NAME["zero_"],
+    _BY_NAME["mul_"],
+    _BY_NAME["requires_grad_"],
+    _BY_NAME["detach_"],
+    _BY_NAME["retain_grad"],
+    _DENSE_BACKWARD,
+    _BY_NAME["grad"],
+)
+
+JAGGED_OPS = (
+    _BY_NAME["detach"],
+    Op("values", True, _always, lambda ch, n, t, live: f"{n}.values()"),
+    Op("offsets", True, _always, lambda ch, n, t, live: f"{n}.offsets()"),
+    Op("unbind", True, _always, lambda ch, n, t, live: f"{n}.unbind()[0]"),
+    _BY_NAME["zero_"],
+    _BY_NAME["fill_"],
+    _BY_NAME["add_"],
+    _BY_NAME["mul_"],
+    _BY_NAME["requires_grad_"],
+    _BY_NAME["detach_"],
+    _BY_NAME["retain_grad"],
+    Op("backward", False, _always,
+       lambda ch, n, t, live: f"{n}.values().sum().abs().backward()"),
+    _BY_NAME["grad"],
+)
+
+# Vocabulary by what a tensor is (:func:`vocabulary_kind`).
+VOCABULARIES = {"strided": OPS, "sparse_coo": SPARSE_COO_OPS, "compressed": COMPRESSED_OPS,
+                "jagged": JAGGED_OPS}
+
+
+def vocabulary_kind(t: Any) -> str:
+    """Which vocabulary a step on ``t`` draws from: ``"jagged"`` for a
+    nested jagged tensor, ``"sparse_coo"``, ``"compressed"`` (CSR, CSC,
+    BSR, BSC), else ``"strided"``."""
+    if _safe(lambda: bool(t.is_nested)):
+        return "jagged"
+    layout = layout_name(t)
+    if layout == "sparse_coo":
+        return "sparse_coo"
+    if layout in COMPRESSED_LAYOUTS:
+        return "compressed"
+    return "strided"
 # One step in ATEN_ODDS is drawn from the rest of aten's views and in-place
 # ops (:mod:`.aten_steps`, built from their schemas), where one applies; the
 # others from the vocabulary above, whose steps reach the state a conversion
@@ -497,8 +603,8 @@ def _any_storage_too_small(tensors: Any) -> bool:
 
 def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool) -> list[Op]:
     ops = []
-    too_small = storage_too_small(t)
-    for op in OPS:
+    too_small = reaches_past_storage(t)
+    for op in VOCABULARIES[vocabulary_kind(t)]:
         if too_small and op.name in TOUCH_ELEMENTS:
             continue
         if op.name == "grad" and not grad_is_set:
@@ -541,6 +647,10 @@ def _grad_or_none(t: Any) -> Any:
 # Families a swarm choice leaves in or out: the vocabulary's parts.
 FAMILIES = (("view", VIEW_OPS), ("inplace", INPLACE_OPS), ("autograd", AUTOGRAD_OPS))
 _FAMILY = {op.name: family for family, ops in FAMILIES for op in ops}
+# The other layouts' own ops: the ones that bind are views (or a tensor
+# derived from one), the others change the tensor in place.
+_FAMILY.update({op.name: "view" if op.binds else "inplace"
+                for ops in VOCABULARIES.values() for op in ops if op.name not in _FAMILY})
 # Contexts for a tensor whose state depends on the grad mode (it requires
 # grad, or is an inference tensor): a mode change is likelier.
 MODE_CONTEXTS = (None, None, "torch.no_grad()", "torch.inference_mode()", "torch.enable_grad()")
@@ -653,7 +763,7 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
         may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
                         and not _any_storage_too_small(live.values()))
         aten = ([op for op in aten_ops() if _safe(lambda: op.applies(t))]
-                if aten_steps_enabled() else [])
+                if aten_steps_enabled() and vocabulary_kind(t) == "strided" else [])
         odds = ATEN_ODDS_GRAD if _safe(lambda: bool(t.requires_grad)) else ATEN_ODDS
         if aten and ch.integer(0, odds - 1) == odds - 1:
             op = ch.pick(aten)
@@ -685,7 +795,7 @@ def applicable(recipe: Recipe) -> str | None:
         return "the tensors only exist inside a functorch level or mode"
     registry = all_kinds()
     for name in recipe.kinds:
-        if name == "described":  # tensors made by hand: why_not_plain() judges them
+        if name == "described":  # tensors made by hand: why_no_programs() judges them
             continue
         declared = registry.get(name)
         if declared is None:
@@ -707,7 +817,9 @@ def as_program(program: "Program | str", names: Sequence[str]) -> Program:
 
 
 def why_not_plain(tensors: Sequence[Any]) -> str | None:
-    """Why programs do not apply to ``tensors`` (and what they reach), or None."""
+    """Why ``tensors`` (and what they reach) are not all plain strided
+    tensors with values, or None (what the ``reconvert`` check's in-place
+    changes apply to)."""
     import torch
 
     for path, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
@@ -719,6 +831,29 @@ def why_not_plain(tensors: Sequence[Any]) -> str | None:
             return f"{path} is a functional tensor"
         if t.device.type == "meta":
             return f"{path} is a meta tensor: no values to compare"
+    return None
+
+
+def why_no_programs(tensors: Sequence[Any]) -> str | None:
+    """Why programs cannot run on ``tensors`` (and what they reach), or
+    None: plain strided tensors, sparse COO and compressed tensors, nested
+    jagged tensors and traceable wrapper subclasses run them, each with
+    its vocabulary (:func:`vocabulary_kind`)."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    for path, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
+        if t.device.type == "meta":
+            return f"{path} is a meta tensor: no values to compare"
+        if torch._is_functional_tensor(t):
+            return f"{path} is a functional tensor"
+        if _safe(lambda: bool(t.is_quantized)):
+            return f"{path} is quantized"
+        if layout_name(t) not in ("strided", "sparse_coo", *COMPRESSED_LAYOUTS, "jagged"):
+            return f"{path} has layout {t.layout}"
+        if type(t) not in (torch.Tensor, torch.nn.Parameter) and not (
+                is_traceable_wrapper_subclass(t)):
+            return f"{path} is a {type(t).__name__}, not a traceable wrapper subclass"
     return None
 
 
@@ -742,7 +877,7 @@ def _scratch(recipe: Recipe) -> tuple[tuple[Any, ...] | None, str | None]:
         tensors = recipe.build()
     except Exception as e:
         return None, f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
-    reason = why_not_plain(tensors)
+    reason = why_no_programs(tensors)
     return (None, reason) if reason is not None else (tensors, None)
 
 

@@ -163,20 +163,12 @@ def draw_scalar(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     return made
 
 
-# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
-PROGRAMS_NOT_RUN = (
-    "programs would find on every run the stale item() memo that torch 2.13 leaves on a "
-    "float64 0-dim fake after an in-place op (a strict xfail in tests/test_checks.py, not "
-    "registered as a known difference yet)"
-)
-
-
 @kind(
     "scalar",
     "0-dim tensors whose value from_real_tensor reads (int64, int32, int16, int8, float64) and "
     "controls (float32, bool, uint8, float16): 0, 1, -1, dtype limits, -0.0, NaN, inf; leaf, "
     "requiring grad, a selected 0-dim view, a negative-bit view",
-    programs=PROGRAMS_NOT_RUN, cost_ms=3,
+    cost_ms=3,
 )
 def scalar_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_scalar(draw, b, cfg)]

@@ -261,15 +261,11 @@ def draw_sparse_compressed(
     return _finish_grad(draw, b, name, grad_mode, ops)
 
 
-# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
-PROGRAMS_NOT_RUN = "sparse layouts have none of the programs' views and in-place ops"
-
-
 @kind(
     "sparse_coo",
     "sparse COO: coalesced and not, hybrid (dense dims), leaf requiring grad, non-leaf",
     unavailable=_layout_unavailable("sparse_coo", "sparse_coo_tensor"),
-    programs=PROGRAMS_NOT_RUN, cost_ms=7,
+    cost_ms=7,
 )
 def sparse_coo_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_sparse_coo(draw, b, cfg)]
@@ -277,7 +273,7 @@ def sparse_coo_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
 
 def _register_compressed(layout: str, summary: str, cost_ms: float) -> None:
     @kind(layout, summary, unavailable=_layout_unavailable(layout, f"{layout}_tensor"),
-          programs=PROGRAMS_NOT_RUN, cost_ms=cost_ms)
+          cost_ms=cost_ms)
     def compressed_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
         return [draw_sparse_compressed(draw, b, cfg, layout)]
 

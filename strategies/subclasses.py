@@ -364,16 +364,8 @@ def _autograd_case(draw: Draw, b: RecipeBuilder, s: str, kind_name: str) -> str:
 # -- kinds ---------------------------------------------------------------------------
 
 
-# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
-PROGRAMS_NOT_RUN = "programs run on plain tensors; wrapper subclasses have the wrappers check"
-PROGRAMS_NOT_RUN_NESTED = (
-    "programs run on plain tensors; a nested jagged tensor is a wrapper subclass (the "
-    "wrappers check)"
-)
-
-
 @kind("two_tensor", "TwoTensor of two dense tensors alike in metadata (or one tensor twice)",
-      unavailable=_two_tensor_unavailable, programs=PROGRAMS_NOT_RUN, cost_ms=8)
+      unavailable=_two_tensor_unavailable, cost_ms=8)
 def two_tensor_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     s = draw_wrapped(draw, b, cfg, [TWO_TENSOR], layouts=COMPUTE_LAYOUTS)
     return [_autograd_case(draw, b, s, "two_tensor")]
@@ -381,7 +373,7 @@ def two_tensor_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
 
 @kind("two_tensor_nested", "subclass of subclass: TwoTensor of TwoTensors, and mixes with ScaledTensor "
       "and registered subclasses",
-      unavailable=_two_tensor_unavailable, programs=PROGRAMS_NOT_RUN, cost_ms=9)
+      unavailable=_two_tensor_unavailable, cost_ms=9)
 def two_tensor_nested_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     pool = _pool()
     outer = draw(st.sampled_from(pool))
@@ -393,7 +385,7 @@ def two_tensor_nested_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list
 
 
 @kind("subclass_view", "views (view-op chains) of wrapper subclass instances",
-      programs=PROGRAMS_NOT_RUN, cost_ms=21)
+      cost_ms=21)
 def subclass_view_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     pool = _pool()
     specs = draw(st.lists(st.sampled_from(pool), min_size=1, max_size=2))
@@ -402,7 +394,7 @@ def subclass_view_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
 
 
 @kind("subclass_ctx", "a subclass with a non-None flatten context (ScaledTensor: float scale, str label), "
-      "of a dense tensor, a view, or another subclass", programs=PROGRAMS_NOT_RUN, cost_ms=10)
+      "of a dense tensor, a view, or another subclass", cost_ms=10)
 def subclass_ctx_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(["dense", "of_view", "of_subclass", "view_of_it"]))
     event(f"subclass_ctx: {case}")
@@ -425,7 +417,7 @@ def _user_unavailable() -> str | None:
 
 
 @kind("user_subclass", "subclasses registered with register_subclass(): plain, viewed, inside TwoTensor",
-      unavailable=_user_unavailable, programs=PROGRAMS_NOT_RUN)
+      unavailable=_user_unavailable)
 def user_subclass_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     users = [h.spec for h in _REGISTERED.values()]
     if not users:
@@ -456,7 +448,7 @@ def _njt_unavailable() -> str | None:
 
 @kind("nested_jagged", "nested jagged tensors (NJT): from values+offsets, with lengths, from a list, "
       "transposed, requiring grad",
-      unavailable=_njt_unavailable, programs=PROGRAMS_NOT_RUN_NESTED, cost_ms=18)
+      unavailable=_njt_unavailable, cost_ms=18)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed", "requires_grad"]))
     event(f"nested_jagged: {case}")
@@ -497,7 +489,7 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
 
 @kind("subclass_family", "subclass instances whose inner tensors alias: shared inner tensor, inner "
       "views of another's inner tensors, a wrapper and its view, a wrapper and its own inner tensor",
-      family=True, programs=PROGRAMS_NOT_RUN, cost_ms=14)
+      family=True, cost_ms=14)
 def subclass_family_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     spec = draw(st.sampled_from(_pool()))
     case = draw(st.sampled_from(["shared_inner", "inner_views", "wrapper_and_view", "wrapper_and_inner"]))

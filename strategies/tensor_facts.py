@@ -255,6 +255,14 @@ def storage_too_small(t: Any) -> bool:
         return False
 
 
+def reaches_past_storage(t: Any) -> bool:
+    """Whether ``t``, or what it reaches (a view's base, a leaf's ``.grad``,
+    a wrapper subclass's inner tensors), reaches past the end of its
+    storage: an op on ``t`` may read or write there (a wrapper's own
+    ``untyped_storage()`` holds nothing to check)."""
+    return any(storage_too_small(u) for _, u in walk_real(["t"], [t]))
+
+
 # -- autograd ----------------------------------------------------------------------------------
 
 

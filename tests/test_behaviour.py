@@ -18,13 +18,15 @@ from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 from pytest_metafidelity.findings import StepDifference
 from pytest_metafidelity.known_differences import op_differences
 from pytest_metafidelity.strategies import Recipe, recipes
-from pytest_metafidelity.strategies.kinds import program_kinds
+from pytest_metafidelity.strategies.kinds import available_kinds, program_kinds
 from pytest_metafidelity.strategies.programs import (
-    MAX_STEPS, OP_NAMES, Program, aten_ops, programs, run_step, seeded_programs)
+    MAX_STEPS, VOCABULARIES, Program, aten_ops, programs, run_step, seeded_programs)
 from test_checks import faulty
 
 # The steps built from aten's schemas (strategies/aten_steps.py).
 ATEN_NAMES = frozenset(op.name for op in aten_ops())
+# Every layout's steps (strategies/programs.py).
+VOCABULARY_NAMES = frozenset(op.name for ops in VOCABULARIES.values() for op in ops)
 
 ONLY = ["behaviour"]
 
@@ -287,10 +289,10 @@ def test_an_example_input_is_found_in_a_graph_whatever_was_allocated_since() -> 
     del nodes
 
 
-def test_programs_do_not_apply_to_sparse_tensors() -> None:
-    (s,) = built("t0 = torch.eye(3).to_sparse()", outputs=("t0",))
-    (program,) = seeded_programs((s,), 3)
-    assert not program.steps and "layout torch.sparse_coo" in program.reason
+def test_programs_do_not_apply_to_meta_tensors() -> None:
+    (m,) = built("t0 = torch.zeros(3, device='meta')", outputs=("t0",))
+    (program,) = seeded_programs((m,), 3)
+    assert not program.steps and "t0 is a meta tensor" in program.reason
 
 
 # -- the strategy ------------------------------------------------------------------------------------
@@ -299,14 +301,15 @@ def test_programs_do_not_apply_to_sparse_tensors() -> None:
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_programs_are_runnable_source_over_the_live_tensors(data: Any) -> None:
-    recipe = data.draw(recipes(kinds=list(program_kinds()), family=None))
+    recipe = data.draw(recipes(kinds=[k for k in program_kinds() if k in available_kinds()],
+                               family=None))
     program = data.draw(programs(recipe))
     assert len(program.steps) <= MAX_STEPS
     if not program.steps:
         assert program.reason
         return
     assert program.inputs == recipe.outputs
-    assert all(step.op in OP_NAMES or step.op in ATEN_NAMES for step in program.steps)
+    assert all(step.op in VOCABULARY_NAMES or step.op in ATEN_NAMES for step in program.steps)
     reparsed = Program.parse(program.source, recipe.outputs)
     assert [s.source for s in reparsed.steps] == [s.source for s in program.steps]
     namespace = {"torch": torch, **dict(zip(recipe.outputs, recipe.build()))}
@@ -359,7 +362,7 @@ def test_programs_draw_schema_built_steps_only_with_the_variable_set(
     monkeypatch.setenv(ATEN_STEPS_VARIABLE, "1")
     assert ops() & ATEN_NAMES, "no schema-built step in 40 programs with the variable set"
     monkeypatch.delenv(ATEN_STEPS_VARIABLE)
-    assert ops() <= set(OP_NAMES)
+    assert ops() <= {op.name for op in VOCABULARIES["strided"]}
 
 
 def test_the_program_runs_on_a_conversion_of_its_own() -> None:

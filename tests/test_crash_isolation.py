@@ -333,3 +333,37 @@ def test_a_crash_while_a_failure_is_reported_keeps_the_case(pytester: pytest.Pyt
     source = open(crash["reproducer_file"]).read()
     assert "checks=['always-fails']" in source
     assert _standalone(crash["reproducer_file"], str(pytester.path), timeout=60) == 1
+
+
+# A program step that crashes torch while the program is drawn (drawing
+# runs each step on a copy of the real tensors): here every step segfaults.
+CRASHING_DRAW = textwrap.dedent(
+    '''
+    import ctypes
+
+    from pytest_metafidelity.strategies import programs
+
+
+    def crashing_run_step(step, namespace):
+        ctypes.string_at(0)
+
+
+    programs.run_step = crashing_run_step
+    '''
+)
+
+
+def test_a_crash_while_a_program_is_drawn_keeps_the_case(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CRASHING_DRAW)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+        "--metafidelity-examples=5", "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider",
+        f"--metafidelity-report={report}", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+    assert result.ret == 1, result.stdout.str()
+    (crash,) = json.loads(report.read_text())["crashes"]
+    assert (crash["kind"], crash["converter"], crash["signal"]) == ("dense", "meta", "SIGSEGV")
+    # The case: its recipe, and the frames of the step that crashed.
+    source = open(crash["reproducer_file"]).read()
+    assert "# kinds: dense" in source and "assert_faithful(" in source, source
+    assert "crashing_run_step" in json.dumps(crash), crash

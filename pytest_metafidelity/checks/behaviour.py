@@ -42,9 +42,12 @@ failing ``op-difference: <attribute>``.  Otherwise it is a conversion bug.
 The check needs a program (``Conversion.program``): the suite draws one per
 example, ``assert_faithful(..., programs=N)`` runs N seeded ones, and
 ``assert_faithful(..., program=SOURCE)`` replays one.  Without a program,
-or where programs do not apply (sparse layouts, subclasses, functional and
-functorch wrappers, tensors whose recipe cannot rebuild them), it reports
-nothing.
+or where programs do not apply (functional and functorch wrappers, meta
+tensors, tensors whose recipe cannot rebuild them: ``why_no_programs``), it
+reports nothing.  Sparse, nested jagged and wrapper subclass tensors run
+programs of their layout's own vocabulary; what a sparse fake cannot have
+(its specified elements: ``sparse-nnz``) is a known difference at the
+start, so a step reading ``values()`` follows from it.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from .. import snapshots
 from ..converters import clear_dispatch_cache, convert_all
 from ..findings import StepDifference
 from ..strategies.described import recipe_for
-from ..strategies.programs import run_step, why_not_plain
+from ..strategies.programs import run_step, why_no_programs
 from ..strategies.tensor_facts import creation_meta, plain_strided, storage_key, version_partition
 from . import Conversion, Mismatch, check, step_time_limit
 from ._util import walk_real
@@ -183,16 +186,19 @@ class _ReadAs:
 
 def compare_live(names: Sequence[str], real: Sequence[Any], other: Sequence[Any],
                  reader: Any) -> list[Mismatch]:
-    """The ``oracle`` and ``aliasing`` checks on the live tensors."""
+    """The ``oracle``, ``aliasing`` and ``sparse`` checks on the live tensors."""
     from .aliasing import aliasing_check
     from .oracle import oracle_check
+    from .sparse import sparse_check
 
     conv = Conversion(tuple(names), tuple(real), tuple(other), reader)
     found: list[Mismatch] = []
-    for fn in (oracle_check, aliasing_check):
-        # A crash here is an internal error of the behaviour check (run_checks
-        # reports it with its traceback), not a difference.
-        found += fn(conv)
+    # (a dynamic sparse fake's _nnz() logs its internal assert)
+    with _quiet_fake_tensor_log():
+        for fn in (oracle_check, aliasing_check, sparse_check):
+            # A crash here is an internal error of the behaviour check (run_checks
+            # reports it with its traceback), not a difference.
+            found += fn(conv)
     return found + _retains_grad(conv)
 
 
@@ -277,17 +283,21 @@ class Lockstep:
     def known_at_start(self) -> dict[str, set[str]]:
         """Tensor name -> ids of the known differences it (or what it
         reaches) shows before the first step, by the ``oracle``,
-        ``aliasing`` and ``storage`` readings."""
+        ``aliasing``, ``storage``, ``autograd`` and ``sparse`` readings (a
+        sparse fake has no specified elements: its ``values()`` differ)."""
         from .autograd import autograd_check
+        from .sparse import sparse_check
         from .storage import storage_check
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=self.order)
         found = list(self.found_at_start)
-        for fn in (storage_check, autograd_check):
-            found += fn(conv)  # (a crash is ours: an internal error of this check)
-        t = self._triage(found, {"oracle", "aliasing", "storage", "autograd"}) if found else None
+        with _quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
+            for fn in (storage_check, autograd_check, sparse_check):
+                found += fn(conv)  # (a crash is ours: an internal error of this check)
+        t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse"})
+             if found else None)
         known: dict[str, set[str]] = {}
         attributes: dict[str, set[str]] = {}  # entry id -> what it explained
         for entry_id, m in (t.explained if t is not None else []):
@@ -403,7 +413,9 @@ def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence
     done: set[int] = set()
     for path, t in walk_real(names, originals):
         c = pairs.get(path)
-        if c is None:
+        # (a wrapper subclass's bytes are its inner tensors', walked too; a
+        # sparse tensor has no storage of its own)
+        if c is None or not plain_strided(t) or not plain_strided(c):
             continue
         src, dst = t.untyped_storage(), c.untyped_storage()
         if id(dst) in done or src.nbytes() != dst.nbytes() or src.device.type == "meta":
@@ -431,11 +443,32 @@ def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
     return copies
 
 
+@contextlib.contextmanager
+def _no_constants() -> Iterator[None]:
+    """FakeTensorMode keeps the value of a one-element tensor literal
+    (``torch.tensor(False)``) as the fake's ``constant`` and runs later ops
+    on it for real; a converted fake never has one.  A control made like
+    that would raise where the converted fake cannot (a bool ``mul_(2)``)."""
+    from torch._subclasses import fake_tensor
+
+    was = fake_tensor.CONSTANT_NUMEL_LIMIT
+    fake_tensor.CONSTANT_NUMEL_LIMIT = -1
+    try:
+        yield
+    finally:
+        fake_tensor.CONSTANT_NUMEL_LIMIT = was
+
+
 def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
     """The recipe's tensors made directly under a fresh FakeTensorMode (or
     on the meta device), not converted: (tensors, mode to run steps in).
     With ``carries_real``, the mode propagates real tensors, as the
-    converter's does."""
+    converter's does.  Like converted fakes, they carry no constants."""
+    with _no_constants():
+        return _control_tensors(recipe, meta, carries_real)
+
+
+def _control_tensors(recipe: Any, meta: bool, carries_real: bool) -> tuple[Any, Any]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -455,9 +488,17 @@ def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, 
         except Exception:
             pass  # a recipe real tensors cannot be propagated through: a plain control
     mode = FakeTensorMode(allow_non_fake_inputs=True)
-    with mode:
-        tensors = recipe.build()
-    return tensors, mode
+    try:
+        with mode:
+            return recipe.build(), mode
+    except Exception:
+        # Some tensors are only made under a mode with a ShapeEnv (a nested
+        # jagged tensor's ragged size is a nested int): a control with one.
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+        mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
+        with mode:
+            return recipe.build(), mode
 
 
 def _fake_mode(fakes: Sequence[Any]) -> Any:
@@ -476,7 +517,7 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
         return []
-    if why_not_plain(conv.real) is not None or any(f is None for f in conv.fake):
+    if why_no_programs(conv.real) is not None or any(f is None for f in conv.fake):
         return []
     names = tuple(program.inputs)  # the program's names for the tensors, in order
     if len(names) != len(conv.real):

@@ -1034,6 +1034,148 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('fake split ran')\n"
         ),
     ),
+    OpDifference(
+        id="real-propagation-sparse-compressed-strides",
+        statement=r".",
+        attribute="raised",
+        applies=lambda m, same_path: (
+            m.attribute == "raised" and str(m.real) == "nothing"
+            and re.search(r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides",
+                          str(m.fake)) is not None),
+        # (the control, made under a propagating mode, raises the same; it
+        # cannot always be built, and eager never asks a compressed tensor's
+        # strides in these ops)
+        errors_decide=True,
+        converters=where(fake_tensors=True, carries_real=True),
+        reason=(
+            "with real-tensor propagation, ops returning a sparse compressed tensor (detach, "
+            "mul_, ...) raise 'Sparse CSR tensors do not have strides': the propagation "
+            "compares the fake output's strides with the real output's, which a compressed "
+            "layout has not; without propagation the same ops run"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._functorch import config\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "t = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse_csr()\n"
+            "assert t.detach().layout == torch.sparse_csr\n"
+            "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+            "    mode = FakeTensorMode()\n"
+            "    f = mode.from_tensor(t)\n"
+            "    with mode:\n"
+            "        try:\n"
+            "            f.detach()\n"
+            "        except RuntimeError as e:\n"
+            "            assert 'do not have strides' in str(e)\n"
+            "        else:\n"
+            "            raise AssertionError('detach ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="sparse-meta-kernel-missing",
+        statement=r".",
+        attribute="raised",
+        applies=lambda m, same_path: (
+            m.attribute == "raised"
+            and re.search(r"Could not run 'aten::\w+(\.\w+)?' with arguments from the "
+                          r"'Sparse(Csr)?Meta' backend", str(m.fake)) is not None),
+        # (the error names the missing kernel: whatever eager did, the meta
+        # tensor could not follow)
+        errors_decide=True,
+        converters=where(fake_tensors=False),
+        reason=(
+            "the meta device lacks kernels for many sparse ops (mul_, _to_dense, "
+            "_to_sparse_csr, sparse_mask, _coalesce of an uncoalesced tensor, ...): a sparse "
+            "meta tensor raises NotImplementedError naming the 'SparseMeta' or "
+            "'SparseCsrMeta' backend where eager runs; FakeTensorMode has its own sparse "
+            "rules and runs them"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "s = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse()\n"
+            "s.mul_(2)\n"
+            "try:\n"
+            "    s.to('meta').mul_(2)\n"
+            "except NotImplementedError as e:\n"
+            "    assert 'SparseMeta' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('meta sparse mul_ ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="wrapper-subclass-storage-on-meta",
+        statement=r".",
+        attribute="raised",
+        applies=lambda m, same_path: (
+            m.attribute == "raised" and str(m.fake) == "nothing"
+            and "Attempted to set the storage of a tensor on device" in str(m.real)),
+        converters=where(fake_tensors=False),
+        reason=(
+            "a wrapper subclass whose __torch_dispatch__ corrects aliasing "
+            "(return_and_correct_aliasing, as TwoTensor and ScaledTensor do): after set_() -- "
+            "or a resize_ -- eager sets the storage of the wrapper (a meta storage: wrappers "
+            "have none of their own) onto a cpu wrapper and refuses ('Attempted to set the "
+            "storage of a tensor on device \"cpu\" to a storage on different device "
+            "\"meta\"'), in set_() itself or in a later alias-returning op (detach); a "
+            "wrapper on the meta device has a meta storage and runs them (and set_() leaves "
+            "a dispatch key in the thread's included set: programs run each step under a "
+            "guard that puts the key sets back)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch.testing._internal.two_tensor import TwoTensor\n"
+            "# (set_() on a wrapper leaves a dispatch key set behind: the guard puts it back)\n"
+            "with torch._C._PreserveDispatchKeyGuard():\n"
+            "    try:\n"
+            "        TwoTensor(torch.zeros(2), torch.zeros(2)).set_()\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'Attempted to set the storage' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('set_() on a cpu wrapper ran')\n"
+            "    m = torch.zeros(2, device='meta')\n"
+            "    TwoTensor(m, m.clone()).set_()\n"
+        ),
+    ),
+    OpDifference(
+        id="neg-view-of-compressed-values",
+        statement=r"_neg_view\(",
+        attribute="raised",
+        applies=lambda m, same_path: (
+            m.attribute == "raised" and str(m.fake) == "nothing"
+            and re.search(r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides",
+                          str(m.real)) is not None),
+        # (FakeTensorMode cannot make a compressed tensor from index tensors
+        # -- 'Values and compressed tensor instance need to be on the same
+        # device' -- so no control is built; the eager error is about the
+        # sparse base, not the view)
+        errors_decide=True,
+        reason=(
+            "torch._neg_view of the values() of a sparse compressed tensor (a view whose base "
+            "is the compressed tensor): eager raises 'Sparse CSR tensors do not have strides' "
+            "(the negative view is made from its base's strides), while every other view op "
+            "runs on it; a fake's values() is a view of a compressed fake too, and _neg_view "
+            "runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "c = torch.zeros(2, 3).to_sparse_csr()\n"
+            "try:\n"
+            "    torch._neg_view(c.values())\n"
+            "except RuntimeError as e:\n"
+            "    assert 'do not have strides' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('eager _neg_view of values() ran')\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(c)\n"
+            "with mode:\n"
+            "    torch._neg_view(f.values())\n"
+        ),
+    ),
 ]
 
 

@@ -274,9 +274,11 @@ def _run_example(
     if journal is not None:
         journal.reported()  # the previous example's failure, if any
     recipe, order = draw_case(data, item.kind, devices)
-    program = draw_program(data, recipe, opts)
     checks = list(opts.checks) if opts and opts.checks != tuple(default_checks()) else None
-    if journal is not None:
+
+    def journal_case(program: "Program | None") -> None:
+        if journal is None or run is None:
+            return
         journal.begin(JournalEntry(
             RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
             devices=devices, order=list(order), choices=encode_choices(data),
@@ -286,6 +288,14 @@ def _run_example(
             example=run.tallies.get(nodeid, Counter())["examples"],
             out_of_turn=run.out_of_turn,
         ))
+
+    # Drawing a program runs its steps on a copy of the real tensors: a
+    # step that crashes torch there is recorded with its recipe (and the
+    # frames of the step), then the case again with its program.
+    if program_drawn(opts):
+        journal_case(None)
+    program = draw_program(data, recipe, opts)
+    journal_case(program)
     example_timeout = opts.example_timeout if opts else DEFAULT_EXAMPLE_TIMEOUT
     failed = True  # until it passes: a failure stays in the journal while it is reported
     try:
@@ -333,11 +343,16 @@ def _run_example(
         raise FidelityError(result)
 
 
+def program_drawn(opts: "SuiteOptions | None") -> bool:
+    """Whether examples draw a ``behaviour`` program (that check runs)."""
+    return opts is None or "behaviour" in opts.checks
+
+
 def draw_program(data: Any, recipe: "Recipe", opts: "SuiteOptions | None"
                  ) -> "Program | None":
     """The ``behaviour`` check's program, when that check runs (none is
     drawn where programs do not apply to the recipe's kind)."""
-    if opts is not None and "behaviour" not in opts.checks:
+    if not program_drawn(opts):
         return None
     from ..strategies.programs import programs
 

@@ -12,7 +12,7 @@ from typing import Any
 from ...converters import where
 from ...findings import StepDifference
 from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
-from ..facts import family_wide, reads_record
+from ..facts import family_wide, layout_name, reads_record
 
 
 def _op_difference_entries() -> list[KnownDifference]:
@@ -85,14 +85,18 @@ _BEHAVIOUR_ENTRIES = [
         applies=_behaviour_recorded(
             "behaviour_differences",
             lambda d: d.attribute == "raised"
-            and "tried to directly modify sizes for customized tensor" in d.fake),
+            and ("tried to directly modify sizes for customized tensor" in d.fake
+                 or ("resize_" in d.source
+                     and "Expected !size_bytes_is_heap_allocated_" in d.fake))),
         converters=where(symbolic=True),
         reason=(
             "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
             "set_/as_strided_ that change its sizes) raises 'tried to directly modify sizes for "
             "customized tensor' where the real tensor resizes (or refuses for another reason, "
             "checked after the sizes: an inference tensor outside inference mode); Dynamo "
-            "graph-breaks on resizing inputs"
+            "graph-breaks on resizing inputs.  Inside a wrapper subclass, a resize_ that grows "
+            "an inner fake's storage of symbolic size raises 'Expected "
+            "!size_bytes_is_heap_allocated_' instead"
         ),
         link=BY_DESIGN,
         reproducer=(
@@ -1057,6 +1061,52 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "            assert 'not enough values to unpack' in str(e)\n"
         "        else:\n"
         "            raise AssertionError('unbind ran')\n"
+    ),
+))
+
+def _sparse_coo(t: Any) -> bool:
+    return layout_name(t) == "sparse_coo"
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-sparse-op-unsupported",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "raised" and (
+            d.fake.startswith("UnsupportedOperatorException: aten.")
+            or "Could not run 'aten::as_strided' with arguments from the 'SparseCPU'" in d.fake),
+        in_family=_sparse_coo),
+    converters=where(symbolic=True),
+    reason=(
+        "a sparse COO fake with symbolic sizes: FakeTensorMode refuses transpose and t() "
+        "(they decompose to as_strided, which has no sparse rule: UnsupportedOperatorException; "
+        "with real-tensor propagation, the real sparse tensor refuses as_strided) and mul_, "
+        "which run on the real tensor and on a fake with static sizes; fakes made under the "
+        "mode have static sizes, so the control cannot show it"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode, "
+        "UnsupportedOperatorException\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, "
+        "StatelessSymbolicContext\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "s = torch.tensor([[0.0, 1.0], [2.0, 0.0]]).to_sparse()\n"
+        "assert s.transpose(0, 1).layout == torch.sparse_coo\n"
+        "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC] * 2, "
+        "constraint_sizes=[None] * 2)\n"
+        "f = mode.from_tensor(s, source=ConstantSource('x'), symbolic_context=ctx)\n"
+        "with mode:\n"
+        "    try:\n"
+        "        f.transpose(0, 1)\n"
+        "    except UnsupportedOperatorException:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError('symbolic sparse transpose ran')\n"
     ),
 ))
 

@@ -1,0 +1,191 @@
+"""Programs on every layout: sparse COO and compressed tensors, nested
+jagged tensors and wrapper subclasses draw steps from their own layout's
+vocabulary, and what those programs meet on stock torch is judged exactly
+(each difference below is one a harvest met, with the entry that explains
+it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from pytest_metafidelity import check_faithful
+from pytest_metafidelity.faithful import KNOWN, PASSED
+from pytest_metafidelity.strategies import Recipe
+from pytest_metafidelity.strategies.programs import (
+    VOCABULARIES, seeded_programs, vocabulary_kind, why_no_programs)
+
+TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor"
+NJT = "torch.nested.nested_tensor_from_jagged(torch.arange(10.).reshape(5, 2), torch.tensor([0, 2, 5]))"
+
+
+def built(*lines: str) -> tuple[Any, ...]:
+    """The tensor ``t0`` of a recipe (the check rebuilds its real side from it)."""
+    return Recipe(tuple(lines), ("t0",)).build()
+
+
+def behaviour(lines: tuple[str, ...], program: str, converter: str) -> Any:
+    return check_faithful(*built(*lines), converters=[converter], checks=["behaviour"],
+                          program=program).outcomes[0]
+
+
+def known_ids(outcome: Any) -> list[str]:
+    assert outcome.status == KNOWN, outcome.describe()
+    return sorted({i for i, _ in outcome.known})
+
+
+@pytest.mark.parametrize("lines, vocabulary", [
+    (("t0 = torch.eye(3).to_sparse()",), "sparse_coo"),
+    (("t0 = torch.eye(3).to_sparse_csr()",), "compressed"),
+    (("t0 = torch.eye(4).to_sparse_bsc((2, 2))",), "compressed"),
+    ((f"t0 = {NJT}",), "jagged"),
+    ((TWO_TENSOR, "t0 = TwoTensor(torch.zeros(3), torch.zeros(3))"), "strided"),
+    (("t0 = torch.zeros(2, 3)",), "strided"),
+])
+def test_each_layout_draws_from_its_own_vocabulary(lines: tuple[str, ...],
+                                                   vocabulary: str) -> None:
+    (t,) = built(*lines)
+    assert why_no_programs((t,)) is None
+    assert vocabulary_kind(t) == vocabulary
+    names = {op.name for op in VOCABULARIES[vocabulary]}
+    programs = seeded_programs((t,), 20, seed=3)
+    # The first step acts on t0, the only live tensor (the schema-built
+    # steps are opt-in: off here).
+    assert {p.steps[0].op for p in programs} <= names
+    # ... and the vocabulary's ops are drawn, not one of them only.
+    assert len({p.steps[0].op for p in programs}) >= 3
+
+
+def test_what_a_sparse_step_binds_draws_the_strided_vocabulary() -> None:
+    (t,) = built("t0 = torch.eye(3).to_sparse()")
+    ops = {s.op for p in seeded_programs((t,), 60, seed=1) for s in p.steps[1:]}
+    # (_values() binds a strided tensor: views of it come from the strided ops)
+    assert ops - {op.name for op in VOCABULARIES["sparse_coo"]}, ops
+
+
+@pytest.mark.filterwarnings("ignore:torch.quantize_per_tensor")
+def test_programs_do_not_apply_where_no_converted_tensor_can_follow() -> None:
+    (m,) = built("t0 = torch.zeros(3, device='meta')")
+    assert "t0 is a meta tensor" in why_no_programs((m,))
+    f = torch._to_functional_tensor(torch.zeros(3))
+    assert "t0 is a functional tensor" in why_no_programs((f,))
+    q = torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.qint8)
+    assert "t0 is quantized" in why_no_programs((q,))
+
+
+# -- what programs on these layouts meet on stock torch ------------------------------------------
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic", "fake-real"])
+def test_a_sparse_fakes_missing_elements_explain_what_a_program_reads_of_them(
+        converter: str) -> None:
+    # A sparse fake has no specified elements by design (sparse-nnz): its
+    # _values() has 0 rows where the real one has 3.
+    outcome = behaviour(("t0 = torch.eye(3).to_sparse()",), "p0 = t0._values()", converter)
+    assert known_ids(outcome) == ["behaviour-follows-known-difference"]
+
+
+def test_a_sparse_tensor_with_no_elements_runs_its_program_like_the_real_one() -> None:
+    lines = ("i0 = torch.empty((2, 0), dtype=torch.int64)", "v0 = torch.empty((0,))",
+             "t0 = torch.sparse_coo_tensor(i0, v0, (2, 3))")
+    program = "p0 = t0.coalesce()\np1 = p0._values()\nt0.mul_(2)\np2 = t0.to_dense()"
+    for converter in ("fake", "functional"):
+        outcome = behaviour(lines, program, converter)
+        assert outcome.status == PASSED, outcome.describe()
+
+
+def test_a_compressed_detach_with_real_tensor_propagation_is_a_known_operator_difference(
+        ) -> None:
+    # (no specified elements: sparse-nnz does not apply)
+    outcome = behaviour(("t0 = torch.zeros(2, 3).to_sparse_csr()",), "p0 = t0.detach()",
+                        "fake-real")
+    assert known_ids(outcome) == ["op:real-propagation-sparse-compressed-strides"]
+
+
+def test_a_meta_sparse_kernel_missing_is_a_known_operator_difference() -> None:
+    lines = ("i0 = torch.empty((2, 0), dtype=torch.int64)", "v0 = torch.empty((0,))",
+             "t0 = torch.sparse_coo_tensor(i0, v0, (2, 3))")
+    assert known_ids(behaviour(lines, "t0.mul_(2)", "meta")) == ["op:sparse-meta-kernel-missing"]
+    # FakeTensorMode has the rule: no difference.
+    assert behaviour(lines, "t0.mul_(2)", "fake").status == PASSED
+
+
+def test_a_symbolic_sparse_transpose_is_a_known_difference() -> None:
+    lines = ("i0 = torch.empty((2, 0), dtype=torch.int64)", "v0 = torch.empty((0,))",
+             "t0 = torch.sparse_coo_tensor(i0, v0, (2, 3))")
+    outcome = behaviour(lines, "p0 = t0.transpose(0, 1)", "fake-dynamic")
+    assert known_ids(outcome) == ["behaviour-symbolic-sparse-op-unsupported"]
+    assert behaviour(lines, "p0 = t0.transpose(0, 1)", "fake").status == PASSED
+
+
+def test_set_of_a_wrapper_subclass_on_meta_is_a_known_operator_difference() -> None:
+    lines = (TWO_TENSOR, "t0 = TwoTensor(torch.zeros(3), torch.zeros(3))")
+    assert known_ids(behaviour(lines, "t0.set_()", "meta")) == ["op:wrapper-subclass-storage-on-meta"]
+    # A fake wrapper is on the real device: it refuses like the real one.
+    assert behaviour(lines, "t0.set_()", "fake").status == PASSED
+
+
+def test_a_wrapper_subclass_runs_the_strided_steps_on_its_inner_tensors() -> None:
+    lines = (TWO_TENSOR, "t0 = TwoTensor(torch.zeros(3, 4), torch.ones(3, 4))")
+    program = "p0 = t0.transpose(0, 1)\np0.add_(1)\np1 = p0[1:]\nt0.requires_grad_(True)"
+    for converter in ("meta", "fake", "fake-dynamic"):
+        outcome = behaviour(lines, program, converter)
+        assert outcome.status == PASSED, outcome.describe()
+
+
+def test_a_nested_jagged_tensors_control_is_made_under_a_mode_with_a_shape_env() -> None:
+    # reshape of a view in inference mode: not a view on a fake.  The
+    # control (which needs a ShapeEnv for the ragged size) shows the same:
+    # an operator difference, not "no control could be built".
+    program = "p0 = t0.values()\nwith torch.inference_mode():\n    p1 = p0.reshape(-1)"
+    outcome = behaviour((f"t0 = {NJT}",), program, "fake-dynamic")
+    assert all(i.startswith("op:") for i in known_ids(outcome)), outcome.describe()
+
+
+def test_a_one_element_literal_control_carries_no_constant() -> None:
+    # Made under FakeTensorMode, torch.tensor(False) keeps its value as a
+    # constant and mul_(2) then raises as eager does; a converted fake has
+    # none.  The control must not: the difference is the operator's.
+    outcome = behaviour(("t0 = torch.tensor(False)",), "t0.mul_(2)", "fake")
+    assert known_ids(outcome) == ["op:bool-in-place-promotion"]
+
+
+@pytest.mark.parametrize("converter", ["fake", "refake-fresh", "functional"])
+def test_a_negative_view_of_compressed_values_is_a_known_operator_difference(
+        converter: str) -> None:
+    # Eager refuses it (the compressed base has no strides); a fake does
+    # not.  No control can be made for a compressed tensor built from
+    # index tensors: the errors decide.
+    lines = ("i0 = torch.tensor([0, 0], dtype=torch.int64)",
+             "i1 = torch.empty((0,), dtype=torch.int64)",
+             "v0 = torch.zeros((0, 2, 1))",
+             "t0 = torch.sparse_bsc_tensor(i0, i1, v0, (0, 1))")
+    outcome = behaviour(lines, "p0 = t0.values()\np1 = torch._neg_view(p0)", converter)
+    assert known_ids(outcome) == ["op:neg-view-of-compressed-values"]
+
+
+def test_an_alias_of_a_resized_wrapper_on_meta_is_the_same_operator_difference() -> None:
+    # After resize_, eager's detach sets the wrapper's (meta) storage onto a
+    # cpu wrapper and refuses; on meta it runs.
+    lines = ("from pytest_metafidelity.strategies.example_subclasses import ScaledTensor",
+             "t0 = ScaledTensor(torch.zeros(()), 1.0, '')")
+    outcome = behaviour(lines, "t0.resize_(2).zero_()\np0 = t0.detach()", "meta")
+    assert known_ids(outcome) == ["op:wrapper-subclass-storage-on-meta"]
+
+
+def test_no_step_touches_the_elements_of_a_wrapper_whose_inner_storage_is_too_small() -> None:
+    # Drawing runs each step on a copy of the real tensors: a zero_() on a
+    # view of this wrapper wrote past its inner tensors' empty storages and
+    # crashed the process (the wrapper's own storage holds nothing to check).
+    from pytest_metafidelity.strategies.programs import TOUCH_ELEMENTS
+
+    (t,) = built(TWO_TENSOR, "a = torch.zeros(2, 3)", "a.untyped_storage().resize_(0)",
+                 "b = torch.zeros(2, 3)", "b.untyped_storage().resize_(0)",
+                 "t0 = TwoTensor(a, b)")
+    # (drawing ran every step: it did not crash) The first step acts on the
+    # wrapper as built, which reaches past its inner storages; later steps
+    # may have given it elements it has (set_(), resize_).
+    first = {p.steps[0].op for p in seeded_programs((t,), 40, seed=0)}
+    assert len(first) >= 5 and not first & TOUCH_ELEMENTS, first
