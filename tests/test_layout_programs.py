@@ -117,6 +117,8 @@ def test_a_symbolic_sparse_transpose_is_a_known_difference() -> None:
              "t0 = torch.sparse_coo_tensor(i0, v0, (2, 3))")
     outcome = behaviour(lines, "p0 = t0.transpose(0, 1)", "fake-dynamic")
     assert known_ids(outcome) == ["behaviour-symbolic-sparse-op-unsupported"]
+    outcome = behaviour(lines, "t0.zero_()", "refake-fresh")
+    assert known_ids(outcome) == ["behaviour-symbolic-sparse-op-unsupported"]
     assert behaviour(lines, "p0 = t0.transpose(0, 1)", "fake").status == PASSED
 
 

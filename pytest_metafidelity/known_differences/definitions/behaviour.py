@@ -1076,15 +1076,17 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "behaviour_differences",
         lambda d: d.attribute == "raised" and (
             d.fake.startswith("UnsupportedOperatorException: aten.")
-            or "Could not run 'aten::as_strided' with arguments from the 'SparseCPU'" in d.fake),
+            or "Could not run 'aten::as_strided' with arguments from the 'SparseCPU'" in d.fake
+            or "resize_and_clear_ called on tensor with symbolic shape" in d.fake),
         in_family=_sparse_coo),
     converters=where(symbolic=True),
     reason=(
         "a sparse COO fake with symbolic sizes: FakeTensorMode refuses transpose and t() "
         "(they decompose to as_strided, which has no sparse rule: UnsupportedOperatorException; "
         "with real-tensor propagation, the real sparse tensor refuses as_strided) and mul_, "
-        "which run on the real tensor and on a fake with static sizes; fakes made under the "
-        "mode have static sizes, so the control cannot show it"
+        "and zero_() raises 'resize_and_clear_ called on tensor with symbolic shape'; all "
+        "run on the real tensor and on a fake with static sizes; fakes made under the mode "
+        "have static sizes, so the control cannot show it"
     ),
     link=UNFILED,
     reproducer=(
