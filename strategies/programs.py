@@ -442,44 +442,43 @@ def _compressed_indices(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> st
     return f"{n}.{'crow_indices' if row_major else 'ccol_indices'}()"
 
 
-# A backward through a tensor's dense form (a sparse ``sum()`` is not
-# differentiable in every layout; ``to_dense`` is).
-_DENSE_BACKWARD = Op("backward", False, _always,
-                     lambda ch, n, t, live: f"{n}.to_dense().sum().abs().backward()")
+_TO_DENSE = Op("to_dense", True, _always, lambda ch, n, t, live: f"{n}.to_dense()")
+
+
+def _grad_steps(backward_through: str) -> tuple[Op, ...]:
+    """The autograd steps of a layout whose backward goes through
+    ``backward_through`` (a sparse ``sum()`` is not differentiable in every
+    layout; ``to_dense()`` is)."""
+    backward = Op("backward", False, _always,
+                  lambda ch, n, t, live: f"{n}.{backward_through}.sum().abs().backward()")
+    return (_BY_NAME["requires_grad_"], _BY_NAME["detach_"], _BY_NAME["retain_grad"], backward,
+            _BY_NAME["grad"])
 
 SPARSE_COO_OPS = (
     _BY_NAME["detach"],
     Op("coalesce", True, _always, lambda ch, n, t, live: f"{n}.coalesce()"),
     Op("_values", True, _always, lambda ch, n, t, live: f"{n}._values()"),
     Op("_indices", True, _always, lambda ch, n, t, live: f"{n}._indices()"),
-    Op("to_dense", True, _always, lambda ch, n, t, live: f"{n}.to_dense()"),
+    _TO_DENSE,
     Op("t", True, lambda t: t.dim() <= 2, lambda ch, n, t, live: f"{n}.t()"),
     Op("transpose", True, lambda t: t.sparse_dim() > 0, _sparse_transpose),
     _BY_NAME["zero_"],
     _BY_NAME["mul_"],
     Op("_coalesced_", False, _always,
        lambda ch, n, t, live: f"{n}._coalesced_({ch.boolean()})"),
-    _BY_NAME["requires_grad_"],
-    _BY_NAME["detach_"],
-    _BY_NAME["retain_grad"],
-    _DENSE_BACKWARD,
-    _BY_NAME["grad"],
+    *_grad_steps("to_dense()"),
 )
 
 COMPRESSED_OPS = (
     _BY_NAME["detach"],
     Op("values", True, _always, lambda ch, n, t, live: f"{n}.values()"),
     Op("compressed_indices", True, _always, _compressed_indices),
-    Op("to_dense", True, _always, lambda ch, n, t, live: f"{n}.to_dense()"),
+    _TO_DENSE,
     Op("to_sparse_coo", True, lambda t: layout_name(t) in ("sparse_csr", "sparse_csc"),
        lambda ch, n, t, live: f"{n}.to_sparse()"),
     _BY_NAME["zero_"],
     _BY_NAME["mul_"],
-    _BY_NAME["requires_grad_"],
-    _BY_NAME["detach_"],
-    _BY_NAME["retain_grad"],
-    _DENSE_BACKWARD,
-    _BY_NAME["grad"],
+    *_grad_steps("to_dense()"),
 )
 
 JAGGED_OPS = (
@@ -491,12 +490,7 @@ JAGGED_OPS = (
     _BY_NAME["fill_"],
     _BY_NAME["add_"],
     _BY_NAME["mul_"],
-    _BY_NAME["requires_grad_"],
-    _BY_NAME["detach_"],
-    _BY_NAME["retain_grad"],
-    Op("backward", False, _always,
-       lambda ch, n, t, live: f"{n}.values().sum().abs().backward()"),
-    _BY_NAME["grad"],
+    *_grad_steps("values()"),
 )
 
 # Vocabulary by what a tensor is (:func:`vocabulary_kind`).

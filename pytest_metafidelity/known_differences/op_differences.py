@@ -102,6 +102,22 @@ class OpDifference:
         return True
 
 
+def _only_raised(pattern: str, side: str) -> Callable[[Any, Sequence[Any]], bool]:
+    """A ``raised`` mismatch where ``side`` raised ``pattern`` and the other
+    side nothing."""
+    other = "real" if side == "fake" else "fake"
+
+    def applies(m: Any, same_path: Sequence[Any]) -> bool:
+        return (m.attribute == "raised" and str(getattr(m, other)) == "nothing"
+                and re.search(pattern, str(getattr(m, side))) is not None)
+
+    return applies
+
+
+# What eager says of a compressed sparse tensor asked for its strides.
+NO_STRIDES = r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides"
+
+
 def _raised(pattern: str, side: str = "fake") -> Callable[[Any, Sequence[Any]], bool]:
     """A ``raised`` mismatch shows ``pattern`` on ``side``."""
     def applies(m: Any, same_path: Sequence[Any]) -> bool:
@@ -1038,10 +1054,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="real-propagation-sparse-compressed-strides",
         statement=r".",
         attribute="raised",
-        applies=lambda m, same_path: (
-            m.attribute == "raised" and str(m.real) == "nothing"
-            and re.search(r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides",
-                          str(m.fake)) is not None),
+        applies=_only_raised(NO_STRIDES, side="fake"),
         # (the control, made under a propagating mode, raises the same; it
         # cannot always be built, and eager never asks a compressed tensor's
         # strides in these ops)
@@ -1108,9 +1121,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="wrapper-subclass-storage-on-meta",
         statement=r".",
         attribute="raised",
-        applies=lambda m, same_path: (
-            m.attribute == "raised" and str(m.fake) == "nothing"
-            and "Attempted to set the storage of a tensor on device" in str(m.real)),
+        applies=_only_raised("Attempted to set the storage of a tensor on device", side="real"),
         converters=where(fake_tensors=False),
         reason=(
             "a wrapper subclass whose __torch_dispatch__ corrects aliasing "
@@ -1143,10 +1154,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="neg-view-of-compressed-values",
         statement=r"_neg_view\(",
         attribute="raised",
-        applies=lambda m, same_path: (
-            m.attribute == "raised" and str(m.fake) == "nothing"
-            and re.search(r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides",
-                          str(m.real)) is not None),
+        applies=_only_raised(NO_STRIDES, side="real"),
         # (FakeTensorMode cannot make a compressed tensor from index tensors
         # -- 'Values and compressed tensor instance need to be on the same
         # device' -- so no control is built; the eager error is about the
