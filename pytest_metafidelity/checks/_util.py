@@ -56,7 +56,13 @@ def hint(x: Any) -> Any:
         expr = node.expr
         if getattr(expr, "is_number", False):
             return number(expr)
-        value = node.shape_env.size_hint(expr, allow_none=True)
+        import warnings
+
+        with warnings.catch_warnings():
+            # (torch 2.13 deprecates size_hint; its replacements guard or
+            # guess, which a reading must not)
+            warnings.simplefilter("ignore", FutureWarning)
+            value = node.shape_env.size_hint(expr, allow_none=True)
         return UNKNOWN if value is None else number(value)
     except Exception:
         return UNKNOWN

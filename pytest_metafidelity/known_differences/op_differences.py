@@ -62,8 +62,9 @@ class OpDifference:
     # Optional: holds for a mismatch given the shape of the real tensor it is
     # on (None where it is on none).
     applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool] | None = None
-    # The step's errors alone show it (eager has no kernel; both sides state
-    # the same broken rule in their own words): it is also judged where no
+    # The step alone shows it (its errors: eager has no kernel, both sides
+    # state the same broken rule in their own words; or a statement on which
+    # every fake made under the mode differs): it is also judged where no
     # control can be built.
     errors_decide: bool = False
     # Optional: holds for the step's source (what a regular expression
@@ -527,6 +528,9 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="inference-mode-views-of-normal-tensors",
         statement=r"^with torch\.inference_mode\(\):\n    \w+ = ",
         attribute=r"_is_view\(\)|version counter sharing|requires_grad|_base is None",
+        # (every fake made under the mode shows it: judged where no control
+        # can be built too, as for a compressed tensor made from its indices)
+        errors_decide=True,
         reason=(
             "a view of a normal tensor taken in inference mode is, in eager, a view sharing "
             "its base's version counter (and requires_grad); on fake and meta tensors the same "
@@ -1151,8 +1155,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
-        id="neg-view-of-compressed-values",
-        statement=r"_neg_view\(",
+        id="bit-view-of-compressed-values",
+        statement=r"_neg_view\(|\.conj\(",
         attribute="raised",
         applies=_only_raised(NO_STRIDES, side="real"),
         # (FakeTensorMode cannot make a compressed tensor from index tensors
@@ -1161,11 +1165,11 @@ OP_DIFFERENCES: list[OpDifference] = [
         # sparse base, not the view)
         errors_decide=True,
         reason=(
-            "torch._neg_view of the values() of a sparse compressed tensor (a view whose base "
-            "is the compressed tensor): eager raises 'Sparse CSR tensors do not have strides' "
-            "(the negative view is made from its base's strides), while every other view op "
-            "runs on it; a fake's values() is a view of a compressed fake too, and _neg_view "
-            "runs"
+            "torch._neg_view (or conj() of complex values) of the values() of a sparse "
+            "compressed tensor (a view whose base is the compressed tensor): eager raises "
+            "'Sparse CSR tensors do not have strides' (the negative or conjugate view is made "
+            "from its base's strides), while every other view op runs on it; a fake's values() "
+            "is a view of a compressed fake too, and the bit views run"
         ),
         link=UNFILED,
         reproducer=(
@@ -1182,6 +1186,56 @@ OP_DIFFERENCES: list[OpDifference] = [
             "f = mode.from_tensor(c)\n"
             "with mode:\n"
             "    torch._neg_view(f.values())\n"
+        ),
+    ),
+    OpDifference(
+        id="jagged-component-resize-data-dependent",
+        statement=r"resize_\(",
+        attribute="raised",
+        applies=_only_raised("GuardOnDataDependentSymNode", side="fake"),
+        reason=(
+            "resize_ of a component of a nested jagged fake (unbind()[i], whose sizes are "
+            "unbacked symbols) raises GuardOnDataDependentSymNode ('Could not guard on "
+            "data-dependent expression'), where eager resizes the component"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode\n"
+            "nt = torch.nested.nested_tensor_from_jagged(torch.zeros(1), torch.tensor([0, 1, 1]))\n"
+            "nt.unbind()[0].resize_(0)\n"
+            "mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+            "f = mode.from_tensor(nt)\n"
+            "with mode:\n"
+            "    try:\n"
+            "        f.unbind()[0].resize_(0)\n"
+            "    except GuardOnDataDependentSymNode:\n"
+            "        pass\n"
+            "    else:\n"
+            "        raise AssertionError('resize_ of a fake component ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="meta-sparse-transpose-marks-coalesced",
+        statement=r"\.(transpose|t)\(",
+        attribute=r"is_coalesced\(\)",
+        applies=lambda m, same_path: m.real is False and m.fake is True,
+        converters=where(fake_tensors=False),
+        reason=(
+            "transpose (or t()) of a sparse COO meta tensor not marked coalesced gives a "
+            "tensor marked coalesced; eager keeps the flag (False)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "for device in ('cpu', 'meta'):\n"
+            "    i = torch.empty((1, 0), dtype=torch.int64, device=device)\n"
+            "    s = torch.sparse_coo_tensor(i, torch.zeros(0, 2, device=device), (3, 2),\n"
+            "                                is_coalesced=True)\n"
+            "    s._coalesced_(False)\n"
+            "    assert s.transpose(0, 0).is_coalesced() == (device == 'meta')\n"
         ),
     ),
 ]

@@ -1077,13 +1077,15 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         lambda d: d.attribute == "raised" and (
             d.fake.startswith("UnsupportedOperatorException: aten.")
             or "Could not run 'aten::as_strided' with arguments from the 'SparseCPU'" in d.fake
-            or "resize_and_clear_ called on tensor with symbolic shape" in d.fake),
+            or "resize_and_clear_ called on tensor with symbolic shape" in d.fake
+            or "Cannot access storage of SparseTensorImpl" in d.fake),
         in_family=_sparse_coo),
     converters=where(symbolic=True),
     reason=(
         "a sparse COO fake with symbolic sizes: FakeTensorMode refuses transpose and t() "
         "(they decompose to as_strided, which has no sparse rule: UnsupportedOperatorException; "
-        "with real-tensor propagation, the real sparse tensor refuses as_strided) and mul_, "
+        "with real-tensor propagation, the real sparse tensor refuses as_strided, or the "
+        "propagation asks the sparse tensor for its storage) and mul_, "
         "and zero_() raises 'resize_and_clear_ called on tensor with symbolic shape'; all "
         "run on the real tensor and on a fake with static sizes; fakes made under the mode "
         "have static sizes, so the control cannot show it"
