@@ -215,3 +215,24 @@ def test_no_step_touches_the_elements_of_a_wrapper_whose_inner_storage_is_too_sm
 def test_what_a_long_run_met_is_registered(lines: tuple[str, ...], program: str, converter: str,
                                             entry: str) -> None:
     assert entry in known_ids(behaviour(lines, program, converter))
+
+
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (("d0 = torch.zeros((0, 1))", "t0 = d0.to_sparse_csc()"),
+     "with torch.inference_mode():\n    p0 = t0.to_sparse()\np1 = p0._values()", "fake",
+     "op:compressed-to-sparse-aliases-values"),
+    (("i0 = torch.tensor([0, 0], dtype=torch.int64)", "i1 = torch.empty((0,), dtype=torch.int64)",
+      "v0 = torch.zeros((0, 1, 1))", "t0 = torch.sparse_bsr_tensor(i0, i1, v0, (1, 1))"),
+     "with torch.inference_mode():\n    p0 = t0.to_dense()", "refake",
+     "op:compressed-to-dense-bumps-version-in-inference-mode"),
+    (("i0 = torch.tensor([0, 0], dtype=torch.int64)", "i1 = torch.empty((0,), dtype=torch.int64)",
+      "v0 = torch.arange(0, dtype=torch.float64).reshape((0, 1, 1, 0)).remainder(7)"
+      ".to(torch.float32)", "t0 = torch.sparse_bsc_tensor(i0, i1, v0, (1, 1, 0))"),
+     "p0 = t0.values()", "fake", "behaviour-sparse-empty-values-strides"),
+    ((TWO_TENSOR, "a = torch.zeros((2, 0, 0))", "t0 = TwoTensor(a, a.clone())"),
+     "t0.set_()\nwith torch.inference_mode():\n    p1 = t0[:, 0:0:2]", "fake-dynamic",
+     "behaviour-symbolic-inference-view-error-order"),
+])
+def test_what_a_second_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                   converter: str, entry: str) -> None:
+    assert entry in known_ids(behaviour(lines, program, converter))

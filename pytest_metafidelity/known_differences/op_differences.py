@@ -1238,6 +1238,69 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert s.transpose(0, 0).is_coalesced() == (device == 'meta')\n"
         ),
     ),
+    OpDifference(
+        id="compressed-to-dense-bumps-version-in-inference-mode",
+        statement=r"^with torch\.inference_mode\(\):\n.*to_dense\(",
+        attribute=r"_version bump",
+        applies=lambda m, same_path: isinstance(m.real, int) and isinstance(m.fake, int)
+        and m.real > m.fake,
+        # (no control can be made for a compressed tensor built from its
+        # indices; the statement decides: eager's bump is its own)
+        errors_decide=True,
+        reason=(
+            "to_dense() of a sparse BSR/BSC tensor in inference mode bumps the input's version "
+            "counter (3 times for a 1x1 BSR tensor; not outside inference mode, and not for "
+            "CSR); on a fake it is not bumped"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "t = torch.sparse_bsr_tensor(torch.tensor([0, 0]), torch.empty((0,), "
+            "dtype=torch.int64), torch.zeros((0, 1, 1)), (1, 1))\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(t)\n"
+            "before = t._version\n"
+            "with torch.inference_mode():\n"
+            "    t.to_dense()\n"
+            "assert t._version > before\n"
+            "before = f._version\n"
+            "with mode, torch.inference_mode():\n"
+            "    f.to_dense()\n"
+            "assert f._version == before\n"
+        ),
+    ),
+    OpDifference(
+        id="compressed-to-sparse-aliases-values",
+        statement=r"\._?values\(",
+        attribute=r"version counter sharing",
+        applies=lambda m, same_path: str(m.fake) == "shared with nothing"
+        and str(m.real) != str(m.fake),
+        reason=(
+            "the sparse COO tensor to_sparse() makes of a compressed one in inference mode shares "
+            "the compressed tensor's version counter in eager (its values() bump with it; not "
+            "outside inference mode); on a fake, the COO tensor's values share it with nothing"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "c = torch.zeros((0, 1)).to_sparse_csc()\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(c)\n"
+            "with torch.inference_mode():\n"
+            "    v = c.to_sparse()._values()\n"
+            "before = v._version\n"
+            "torch.autograd.graph.increment_version(c)\n"
+            "assert v._version > before  # one counter\n"
+            "with mode:\n"
+            "    with torch.inference_mode():\n"
+            "        fv = f.to_sparse()._values()\n"
+            "    before = fv._version\n"
+            "    torch.autograd.graph.increment_version(f)\n"
+            "    assert fv._version == before\n"
+        ),
+    ),
 ]
 
 

@@ -1114,4 +1114,70 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _inference_view_error_order(d: StepDifference) -> bool:
+    return (d.attribute == "raised" and "inference_mode" in d.source
+            and d.real.startswith("IndexError: Dimension out of range")
+            and "Cannot set version_counter for inference tensor" in d.fake)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-inference-view-error-order",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded("behaviour_differences", _inference_view_error_order),
+    converters=where(symbolic=True),
+    reason=(
+        "an out-of-range view of a wrapper subclass (TwoTensor) in inference mode, on a fake "
+        "with symbolic sizes: both sides refuse, eager with 'IndexError: Dimension out of "
+        "range', the fake first with 'Cannot set version_counter for inference tensor' "
+        "(return_and_correct_aliasing sets the view's version counter before the inner view "
+        "op checks its dims)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch.testing._internal.two_tensor import TwoTensor\n"
+        "t = TwoTensor(torch.zeros(0), torch.zeros(0))\n"
+        "with torch.inference_mode():\n"
+        "    try:\n"
+        "        t[:, 0:0]\n"
+        "    except IndexError:\n"
+        "        pass\n"
+        "    else:\n"
+        "        raise AssertionError('eager view ran')\n"
+    ),
+))
+
+
+def _sparse_values_contiguity(d: StepDifference) -> bool:
+    return (d.attribute.startswith("is_contiguous(memory_format=") and d.numel == 0
+            and "values()" in d.source)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-sparse-empty-values-strides",
+    check="behaviour",
+    attribute=r"is_contiguous\(memory_format=.*\)",
+    applies=_behaviour_recorded("behaviour_differences", _sparse_values_contiguity),
+    reason=(
+        "the values() of a converted sparse compressed tensor with no elements get "
+        "contiguous strides where the real values tensor has other strides in its "
+        "dimensions that do not move through memory (degenerate strides): the static "
+        "checks do not read the values' strides, and with no element both are right, but "
+        "is_contiguous(memory_format=...) then differs"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "v = torch.arange(0, dtype=torch.float64).reshape((0, 1, 1, 0)).remainder(7)"
+        ".to(torch.float32)  # strides (0, 0, 0, 1)\n"
+        "t = torch.sparse_bsc_tensor(torch.tensor([0, 0]), torch.empty((0,), "
+        "dtype=torch.int64), v, (1, 1, 0))\n"
+        "f = FakeTensorMode().from_tensor(t)\n"
+        "assert t.values().is_contiguous(memory_format=torch.channels_last) != "
+        "f.values().is_contiguous(memory_format=torch.channels_last)\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
