@@ -1081,6 +1081,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
             or "Cannot access storage of SparseTensorImpl" in d.fake),
         in_family=_sparse_coo),
     converters=where(symbolic=True),
+    since="2.13",  # (torch 2.11 runs them)
     reason=(
         "a sparse COO fake with symbolic sizes: FakeTensorMode refuses transpose and t() "
         "(they decompose to as_strided, which has no sparse rule: UnsupportedOperatorException; "
