@@ -1181,4 +1181,34 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _expand_too_few_sizes(d: StepDifference) -> bool:
+    return (d.attribute == "raised" and "the number of sizes provided" in d.real
+            and "the requested shape has too few dimensions" in d.fake)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-expand-error-wording",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded("behaviour_differences", _expand_too_few_sizes),
+    converters=where(symbolic=True),
+    reason=(
+        "expand() given fewer sizes than the tensor has dimensions, on a fake with symbolic "
+        "sizes: both sides refuse for the same rule, eager with 'the number of sizes provided "
+        "(3) must be greater or equal to the number of dimensions in the tensor (4)', the "
+        "symbolic path (torch._refs) with 'expand: the requested shape has too few "
+        "dimensions!'; fakes made under the mode have static sizes and word it as eager does"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "try:\n"
+        "    torch.zeros(1, 0, 1, 2).expand((0, 3, 2))\n"
+        "except RuntimeError as e:\n"
+        "    assert 'the number of sizes provided' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('expand ran')\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
