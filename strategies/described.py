@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .recipe import Recipe, recipe_of
 from .tensor_facts import (COMPRESSED_LAYOUTS, bytes_reached, creation_meta, layout_name,
-                                      storage_too_small, version_partition)
+                           leaf_view_reached, storage_too_small, version_partition)
 from .torch_errors import release_frames
 
 if TYPE_CHECKING:
@@ -306,9 +306,15 @@ class _Describer:
                 and type(t) is _torch().Tensor):
             # requires_grad_() was called on a view (a leaf) of a base that
             # does not require grad, and t was made from that view: t is
-            # then a non-leaf whose _base is the root.  An alias of the
+            # then a non-leaf whose _base is the root.  Made from that leaf
+            # view, found in t's graph, t's backward reaches it as the real
+            # one does; where the graph does not name it, an alias of the
             # base ([...]) stands in for that view.
-            source = f"{source}[...].requires_grad_()"
+            leaf = leaf_view_reached(t)
+            if leaf is not None:
+                source = _reinterpreted(self.tensor(leaf, f"{path}.<leaf view>"), leaf, t.dtype)
+            else:
+                source = f"{source}[...].requires_grad_()"
             self.grad_views.add(id(t))
         made = f"{name} = {source}.as_strided({tuple(t.shape)}, {tuple(t.stride())}, " \
                f"{t.storage_offset()})"

@@ -266,6 +266,27 @@ def reaches_past_storage(t: Any) -> bool:
 # -- autograd ----------------------------------------------------------------------------------
 
 
+def leaf_view_reached(t: Any) -> Any:
+    """The leaf view of ``t``'s root (``t._base``) that ``t``'s backward
+    accumulates into: the view ``requires_grad_()`` was called on, that
+    ``t`` was made from.  None where the graph names no such leaf."""
+    root = getattr(t, "_base", None)
+    if root is None:
+        return None
+    seen: set[int] = set()
+    todo = [t.grad_fn]
+    while todo:
+        node = todo.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        leaf = getattr(node, "variable", None)  # an AccumulateGrad node
+        if leaf is not None and leaf._is_view() and leaf._base is root:
+            return leaf
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+    return None
+
+
 def creation_meta(t: Any) -> Any:
     """A view's ``CreationMeta`` as text (``"CreationMeta.NO_GRAD_MODE"``),
     None for a tensor that is not a view."""

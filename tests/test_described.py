@@ -180,6 +180,26 @@ def test_a_view_made_from_a_view_set_to_require_grad_keeps_its_history_and_base(
         "op:fake-in-place-op-breaks-view-autograd"}, result.outcomes
 
 
+def test_a_view_of_a_leaf_view_described_with_the_leaf_reaches_it_in_backward() -> None:
+    """Described together with the leaf view it was made from, the view is
+    rebuilt from that leaf: a backward through it fills the leaf's .grad, as
+    it does the original's (an alias of the root standing in for the leaf
+    lost that, and with it the view_family finding of a default run: its
+    reproducer passed)."""
+    root = torch.zeros(2, 3)
+    leaf_view = root[0]
+    leaf_view.requires_grad_()
+    v = leaf_view.unsqueeze(0)
+    recipe = describe_as_recipe([root, leaf_view, v])
+    assert not recipe.approximations, recipe.approximations
+    r_root, r_leaf, r_v = recipe.build()
+    r_v.sum().backward()
+    assert r_leaf.grad is not None and r_v._base is r_root
+    # Described alone, the leaf is described too (not an output).
+    [alone] = describe_as_recipe([v]).build()
+    assert (alone.requires_grad, alone.is_leaf, alone._base.requires_grad) == (True, False, False)
+
+
 @pytest.mark.parametrize("make", [
     lambda: torch.view_as_real(torch.randn((), dtype=torch.complex64)),  # a 0-dim base
     lambda: torch.view_as_real(torch.randn(3, 2, dtype=torch.complex128)[:, 1]),

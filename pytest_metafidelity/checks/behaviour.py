@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
@@ -589,12 +590,31 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
 # The storage check's readings of a storage's size.
 STORAGE_SIZE = frozenset({"untyped_storage().nbytes()", "untyped_storage().nbytes() == 0"})
 # What a step's outcome may depend on a storage's extent through: strides
-# checked against it, a storage set or resized, the storage read directly.
-_STORAGE_DEPENDENT = ("as_strided", "set_", "resize_", "storage")
+# checked against it, the storage read directly -- and every method whose aten
+# op torch tags ``inplace_view`` (``t_``, ``squeeze_``, ``set_``, ``resize_``
+# ...): each sets the tensor's sizes and strides anew, checked against the
+# storage's bounds.
+_STORAGE_DEPENDENT = ("as_strided", "storage")
 
 
 def _depends_on_storage(step: Any) -> bool:
-    return any(word in step.source for word in _STORAGE_DEPENDENT)
+    import re
+
+    return any(word in step.source for word in _STORAGE_DEPENDENT) or any(
+        _is_inplace_view(name) for name in re.findall(r"\.(\w+_)\(", step.source))
+
+
+@functools.lru_cache(maxsize=None)
+def _is_inplace_view(method: str) -> bool:
+    """Whether an overload of aten's ``method`` carries torch's ``inplace_view`` tag."""
+    import torch
+
+    packet = getattr(torch.ops.aten, method, None)
+    if packet is None or not hasattr(packet, "overloads"):
+        return False
+    tag = getattr(torch.Tag, "inplace_view", None)
+    return tag is not None and any(
+        tag in getattr(packet, o).tags for o in packet.overloads())
 
 
 def _names_in(step: Any, names: Any) -> list[str]:

@@ -1211,4 +1211,49 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _view_of_a_leaf_view(t: Any) -> bool:
+    """A view whose backward reaches a leaf view of its root: made from a
+    view of a base that does not require grad, on which requires_grad_()
+    was called."""
+    from ...strategies.tensor_facts import leaf_view_reached
+
+    return leaf_view_reached(t) is not None
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-view-of-leaf-view-disconnected",
+    check="behaviour",
+    attribute=r"grad is not None",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "grad is not None" and d.real == "True" and d.fake == "False",
+        in_family=_view_of_a_leaf_view),
+    reason=(
+        "a view made from a leaf view (requires_grad_() called on a view of a base that "
+        "does not require grad) is converted from the root with a fresh leaf view in "
+        "between (MetaConverter.meta_tensor's 'obscure case', base.view(base.shape)), not "
+        "from the converted leaf view: a backward through the converted view never reaches "
+        "the converted leaf, whose .grad stays None where the real one gets a gradient "
+        "(torch's own comment there: 'We don't actually faithfully replicate autograd "
+        "connectivity'); every converter"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/issues/88205",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.zeros(2, 3)\n"
+        "leaf = x[0]\n"
+        "leaf.requires_grad_()\n"
+        "v = leaf.unsqueeze(0)\n"
+        "mode = FakeTensorMode()\n"
+        "f_leaf, f_v = mode.from_tensor(leaf), mode.from_tensor(v)\n"
+        "v.sum().backward()\n"
+        "with mode:\n"
+        "    f_v.sum().backward()\n"
+        "assert leaf.grad is not None and f_leaf.grad is None\n"
+    ),
+))
+
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
