@@ -109,6 +109,11 @@ def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None 
         max_examples=max_examples,
         deadline=None,
         derandomize=derandomize,
+        # Not Phase.explain: once an example failed, it traces every line
+        # Python runs while shrinking (sys.settrace), which makes shrinking
+        # a conversion many times slower, to name lines of our own checks;
+        # the finding's reproducer says more.
+        phases=tuple(p for p in settings().phases if p is not Phase.explain),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much, HealthCheck.differing_executors],
     )
