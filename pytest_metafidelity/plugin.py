@@ -45,8 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     if not _options.is_enabled(config):
         return
-    from .suite import isolation
+    from .suite import isolation, startup
 
+    startup.import_unrewritten(config)
     if isolation.wants_one_worker(config):
         isolation.use_one_worker(config)
 

@@ -265,3 +265,30 @@ def test_entries_that_did_not_occur_are_named_with_a_reproducer(pytester: pytest
     script = (pytester.path / passing["reproducer_file"]).read_text()
     assert "known difference test-never-occurs did not occur for dense through fake" in script
     assert passing["reproducer"] in script and "assert_faithful(" in script
+
+
+LOADER_PROBE = """
+import sys
+
+def pytest_sessionfinish(session):
+    import hypothesis.core
+    with open("loader.txt", "w") as f:
+        f.write(type(hypothesis.core.__spec__.loader).__name__)
+"""
+
+
+@pytest.mark.parametrize("metafidelity", [True, False])
+def test_a_metafidelity_run_imports_hypothesis_without_rewriting_its_asserts(
+        pytester: pytest.Pytester, metafidelity: bool) -> None:
+    # pytest rewrites every module of a plugin's distribution, Hypothesis'
+    # 70-odd among them, in every process (uncached where no bytecode is
+    # written): the suite does not need them rewritten.  Other runs keep
+    # pytest's behaviour.
+    pytester.makeconftest(LOADER_PROBE)
+    pytester.makepyfile(test_one="def test_one():\n    import hypothesis\n")
+    args = (["--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+             "--metafidelity-examples=1", "-n", "0"] if metafidelity else [])
+    result = pytester.runpytest_subprocess(*args, "-p", "no:cacheprovider")
+    assert result.ret == 0, result.stdout.str()
+    loader = (pytester.path / "loader.txt").read_text()
+    assert (loader == "AssertionRewritingHook") is not metafidelity, loader
