@@ -45,9 +45,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> None:
     if not _options.is_enabled(config):
         return
-    from .suite import isolation, startup
+    from .suite import isolation, process_costs
 
-    startup.import_unrewritten(config)
+    process_costs.import_unrewritten(config)
     if isolation.wants_one_worker(config):
         isolation.use_one_worker(config)
 
@@ -384,6 +384,13 @@ class FidelitySession:
         tr.write_line(self.collector.spending_text())
         if self.run.options.report:
             tr.write_line(f"metafidelity: JSON report written to {self.run.options.report}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.is_worker:  # its last report is sent: only the exit is left
+            from .suite import process_costs
+
+            process_costs.exit_quickly()
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.run.journal is not None:
