@@ -10,7 +10,8 @@ them.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import contextlib
+from typing import Any, Iterable, Iterator
 
 from ..strategies.tensor_facts import (base_of, functorch_unwrapped, grad_of, inner_tensors,
                                        is_view, walk_real)
@@ -191,3 +192,20 @@ def carried_real(fake: Any) -> Any:
         inner = safe(lambda: torch._from_functional_tensor(fake))
         carried = getattr(inner, "real_tensor", None)
     return carried
+
+
+@contextlib.contextmanager
+def quiet_fake_tensor_log() -> Iterator[None]:
+    """FakeTensorMode logs every meta kernel that raises at ERROR level
+    (with its traceback): a reading or a step that raises is an outcome
+    here, not news for the user's terminal (a dynamic sparse fake's
+    ``_nnz()`` raises an internal assert on every reading)."""
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was

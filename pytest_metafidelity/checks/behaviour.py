@@ -64,7 +64,7 @@ from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
 from ..strategies.tensor_facts import creation_meta, plain_strided, storage_key, version_partition
 from . import Conversion, Mismatch, check, step_time_limit
-from ._util import walk_real
+from ._util import quiet_fake_tensor_log, walk_real
 
 if TYPE_CHECKING:
     from ..known_differences.triage import Triage
@@ -108,25 +108,10 @@ class Side:
         return tuple(self.namespace.get(n) for n in names)
 
     def run(self, step: Any) -> BaseException | None:
-        with _quiet_fake_tensor_log(), (self.mode if self.mode is not None
+        with quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
             return step_time_limit.run_within(step_time_limit.current_limit(),
                                               lambda: run_step(step, self.namespace))
-
-
-@contextlib.contextmanager
-def _quiet_fake_tensor_log() -> Iterator[None]:
-    """FakeTensorMode logs every meta kernel that raises at ERROR level
-    (with its traceback); a step that raises is an outcome here, not news."""
-    import logging
-
-    logger = logging.getLogger("torch._subclasses.fake_tensor")
-    was = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = was
 
 
 def _versions(tensors: Sequence[Any]) -> list[int | None]:
@@ -195,7 +180,7 @@ def compare_live(names: Sequence[str], real: Sequence[Any], other: Sequence[Any]
     conv = Conversion(tuple(names), tuple(real), tuple(other), reader)
     found: list[Mismatch] = []
     # (a dynamic sparse fake's _nnz() logs its internal assert)
-    with _quiet_fake_tensor_log():
+    with quiet_fake_tensor_log():
         for fn in (oracle_check, aliasing_check, sparse_check):
             # A crash here is an internal error of the behaviour check (run_checks
             # reports it with its traceback), not a difference.
@@ -294,7 +279,7 @@ class Lockstep:
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=self.order)
         found = list(self.found_at_start)
-        with _quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
+        with quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
             for fn in (storage_check, autograd_check, sparse_check):
                 found += fn(conv)  # (a crash is ours: an internal error of this check)
         t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse"})
@@ -770,7 +755,7 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
     # what it shows depends on the recipe alone, as in a reproducer's process.
     clear_dispatch_cache()
     try:
-        with _quiet_fake_tensor_log():
+        with quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
                                                                  False)))
         copies = rebuild(recipe, conv.real, recipe.outputs)
