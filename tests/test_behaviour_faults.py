@@ -106,6 +106,7 @@ def test_a_storage_size_difference_explains_an_inplace_view_of_the_storage_it_ou
 
     assert _depends_on_storage(Program.parse(step, ("t1",)).steps[0])
     assert not _depends_on_storage(Program.parse("t1.t()", ("t1",)).steps[0])
+    assert not _depends_on_storage(Program.parse("t1.detach_()", ("t1",)).steps[0])
     assert [i for i, _ in outcome.known] == ["behaviour-follows-known-difference"]
 
 

@@ -578,8 +578,9 @@ STORAGE_SIZE = frozenset({"untyped_storage().nbytes()", "untyped_storage().nbyte
 # checked against it, the storage read directly -- and every method whose aten
 # op torch tags ``inplace_view`` (``t_``, ``squeeze_``, ``set_``, ``resize_``
 # ...): each sets the tensor's sizes and strides anew, checked against the
-# storage's bounds.
+# storage's bounds.  (``detach_`` carries the tag too, but sets neither.)
 _STORAGE_DEPENDENT = ("as_strided", "storage")
+_SETS_NO_GEOMETRY = frozenset({"detach_"})
 
 
 def _depends_on_storage(step: Any) -> bool:
@@ -595,7 +596,7 @@ def _is_inplace_view(method: str) -> bool:
     import torch
 
     packet = getattr(torch.ops.aten, method, None)
-    if packet is None or not hasattr(packet, "overloads"):
+    if method in _SETS_NO_GEOMETRY or packet is None or not hasattr(packet, "overloads"):
         return False
     tag = getattr(torch.Tag, "inplace_view", None)
     return tag is not None and any(
