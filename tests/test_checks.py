@@ -998,5 +998,5 @@ def test_the_sparse_check_reads_a_dynamic_sparse_fake_without_torchs_error_log(
                                 (2, 2, 0, 3))
     with caplog.at_level("ERROR", logger="torch._subclasses.fake_tensor"):
         result = check_faithful(t, converters=["fake-dynamic"], checks=["sparse"])
-    assert result.outcomes[0].status in ("passed", "known-difference"), result.outcomes[0]
+    assert result.outcomes[0].status != "internal-error", result.outcomes[0]
     assert not [r for r in caplog.records if r.name.startswith("torch._subclasses.fake_tensor")]
