@@ -308,3 +308,18 @@ def test_torchs_registered_segfault_runs_in_a_child_and_still_occurs(known_crash
     ((entry, mismatch),) = outcome.known
     assert entry == "real-zero-byte-storage-segfault"
     assert "attempted in a child process, which killed by SIGSEGV" in mismatch.fake
+
+
+def test_a_suite_item_runs_no_phase_its_budget_cannot_bound() -> None:
+    # Phase.target hill-climbs the programs' score with no bound on examples
+    # for rounds under 1,000 (one round of a 30-minute run took 21 minutes);
+    # Phase.explain traces every line while shrinking.  Generating, reusing
+    # and shrinking stay.
+    from hypothesis import Phase
+
+    from pytest_metafidelity.suite.run import SuiteRun
+    from pytest_metafidelity.suite.runner import item_settings
+
+    phases = set(item_settings(SuiteRun(options=None), 5).phases)
+    assert not phases & {Phase.target, Phase.explain}
+    assert {Phase.reuse, Phase.generate, Phase.shrink} <= phases

@@ -91,6 +91,19 @@ def draw_case(data: Any, kind: str, devices: list[str] | None) -> tuple["Recipe"
     return recipe, order
 
 
+# Phases a suite item runs without, because the budget cannot bound them:
+# - Phase.explain: once an example failed, it traces every line Python runs
+#   while shrinking (sys.settrace), which makes shrinking a conversion many
+#   times slower, to name lines of our own checks (the reproducer says more);
+# - Phase.target: for a round of fewer than 1,000 examples, Hypothesis
+#   hill-climbs the programs' target() score until no step improves it,
+#   bounded by no count of examples: a 30-minute run spent 21 minutes of one
+#   worker in one sparse_coo round, most of it replaying cached choices
+#   without running an example.  Programs still report their target()
+#   score; only the climbing is off (the first pass never ran it).
+UNBOUNDED_PHASES = (Phase.explain, Phase.target)
+
+
 def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None = None
                   ) -> settings:
     from ..databases import suite_database
@@ -109,11 +122,7 @@ def item_settings(run: SuiteRun, max_examples: int, *, derandomize: bool | None 
         max_examples=max_examples,
         deadline=None,
         derandomize=derandomize,
-        # Not Phase.explain: once an example failed, it traces every line
-        # Python runs while shrinking (sys.settrace), which makes shrinking
-        # a conversion many times slower, to name lines of our own checks;
-        # the finding's reproducer says more.
-        phases=tuple(p for p in settings().phases if p is not Phase.explain),
+        phases=tuple(p for p in settings().phases if p not in UNBOUNDED_PHASES),
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                HealthCheck.filter_too_much, HealthCheck.differing_executors],
     )
