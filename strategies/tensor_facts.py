@@ -266,13 +266,10 @@ def reaches_past_storage(t: Any) -> bool:
 # -- autograd ----------------------------------------------------------------------------------
 
 
-def leaf_view_reached(t: Any) -> Any:
-    """The leaf view of ``t``'s root (``t._base``) that ``t``'s backward
-    accumulates into: the view ``requires_grad_()`` was called on, that
-    ``t`` was made from.  None where the graph names no such leaf."""
-    root = getattr(t, "_base", None)
-    if root is None:
-        return None
+def leaves_reached(t: Any) -> list[Any]:
+    """The leaf tensors ``t``'s backward accumulates into (the variables of
+    the AccumulateGrad nodes its grad_fn reaches)."""
+    out: list[Any] = []
     seen: set[int] = set()
     todo = [t.grad_fn]
     while todo:
@@ -281,10 +278,21 @@ def leaf_view_reached(t: Any) -> Any:
             continue
         seen.add(id(node))
         leaf = getattr(node, "variable", None)  # an AccumulateGrad node
-        if leaf is not None and leaf._is_view() and leaf._base is root:
-            return leaf
+        if leaf is not None:
+            out.append(leaf)
         todo.extend(n for n, _ in getattr(node, "next_functions", ()))
-    return None
+    return out
+
+
+def leaf_view_reached(t: Any) -> Any:
+    """The leaf view of ``t``'s root (``t._base``) that ``t``'s backward
+    accumulates into: the view ``requires_grad_()`` was called on, that
+    ``t`` was made from.  None where the graph names no such leaf."""
+    root = getattr(t, "_base", None)
+    if root is None:
+        return None
+    return next((leaf for leaf in leaves_reached(t)
+                 if leaf._is_view() and leaf._base is root), None)
 
 
 def creation_meta(t: Any) -> Any:

@@ -21,30 +21,13 @@ from typing import Any
 
 from ..strategies.torch_errors import release_frames
 from . import Conversion, Mismatch, check
-from ..strategies.tensor_facts import creation_meta
+from ..strategies.tensor_facts import creation_meta, leaves_reached
 from ._util import base_of, is_view, related, safe
 
 DESIGNED_ERROR = "Tried to backward() through example input"
 # The converter's designed errors: DelayedError for a cut history; the Error
 # node torch._mirror_autograd_meta_to gives (C++) functional tensors.
 DESIGNED_ERRORS = (DESIGNED_ERROR, "Cannot backprop through mirrored meta")
-
-
-def _leaves(t: Any) -> list[Any]:
-    """Leaf tensors reachable from ``t``'s grad_fn (AccumulateGrad nodes)."""
-    out: list[Any] = []
-    seen: set[int] = set()
-    stack = [t.grad_fn]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        var = getattr(node, "variable", None)
-        if var is not None:
-            out.append(var)
-        stack.extend(n for n, _ in getattr(node, "next_functions", ()))
-    return out
 
 
 def backward_probe(t: Any) -> str | None:
@@ -54,7 +37,7 @@ def backward_probe(t: Any) -> str | None:
 
     try:
         with torch.enable_grad():
-            leaves = _leaves(t)
+            leaves = leaves_reached(t)
             grad_out = torch.ones_like(t)
             if leaves:
                 torch.autograd.grad(t, leaves, grad_outputs=grad_out, allow_unused=True)
