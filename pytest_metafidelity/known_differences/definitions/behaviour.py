@@ -1115,10 +1115,19 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
-def _inference_view_error_order(d: StepDifference) -> bool:
-    return (d.attribute == "raised" and "inference_mode" in d.source
-            and d.real.startswith("IndexError: Dimension out of range")
-            and "Cannot set version_counter for inference tensor" in d.fake)
+
+def _both_raised(real_says: str, fake_says: str, step_has: str = "") -> Callable[
+        [StepDifference], bool]:
+    """A step both sides refuse, each in its own words: the real error
+    contains ``real_says``, the fake's ``fake_says`` (and the step's source
+    ``step_has``)."""
+    return lambda d: (d.attribute == "raised" and step_has in d.source
+                      and real_says in d.real and fake_says in d.fake)
+
+
+_inference_view_error_order = _both_raised(
+    "IndexError: Dimension out of range", "Cannot set version_counter for inference tensor",
+    step_has="inference_mode")
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -1181,9 +1190,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
-def _expand_too_few_sizes(d: StepDifference) -> bool:
-    return (d.attribute == "raised" and "the number of sizes provided" in d.real
-            and "the requested shape has too few dimensions" in d.fake)
+
+_expand_too_few_sizes = _both_raised("the number of sizes provided",
+                                     "the requested shape has too few dimensions")
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
