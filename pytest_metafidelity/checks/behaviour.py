@@ -231,8 +231,9 @@ class Lockstep:
     # The order the tensors were converted in (known-difference predicates read it).
     order: tuple[int, ...] | None = None
     # Ids of the known differences at the start that are only a storage's
-    # size (``known_at_start``).
+    # size, and only a sparse tensor's count of elements (``known_at_start``).
     storage_size_only: set[str] = dataclasses.field(default_factory=set)
+    elements_only: set[str] = dataclasses.field(default_factory=set)
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
@@ -313,6 +314,10 @@ class Lockstep:
         # The differences that are only a storage's size: a later step shows
         # them only where it depends on the storage's extent.
         self.storage_size_only = {i for i, a in attributes.items() if a <= STORAGE_SIZE}
+        # and only the count of a sparse tensor's elements: a later step's
+        # outcome that holds whatever the elements (``HOLDS_WHATEVER_THE_ELEMENTS``)
+        # does not follow from them.
+        self.elements_only = {i for i, a in attributes.items() if a <= ELEMENT_COUNT}
         return known
 
     def step(self, step: Any) -> list[Mismatch]:
@@ -552,6 +557,12 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
         # (a storage's size explains no step that does not depend on it: a
         # backward's .grad values, a view's shape)
         explaining = ids if _depends_on_storage(step) else ids - run.storage_size_only
+        if differs and explaining and explaining <= run.elements_only:
+            # (what the step makes whatever the elements cannot follow from their count)
+            fixed = [m for m in differs if _holds_whatever_the_elements(step, m)]
+            if fixed:
+                found = _classify(conv, recipe, names, program, k, fixed, run.real.namespace)
+                break
         if differs and explaining:
             found = _follows_known(conv, program, k, differs, sorted(explaining))
             break
@@ -601,6 +612,28 @@ def _is_inplace_view(method: str) -> bool:
     tag = getattr(torch.Tag, "inplace_view", None)
     return tag is not None and any(
         tag in getattr(packet, o).tags for o in packet.overloads())
+
+
+# The sparse check's readings that differ where a sparse fake's count of
+# elements does (``sparse-nnz``; with a carried real tensor, the readings
+# that then raise: ``real-sparse-nnz-metadata``).
+ELEMENT_COUNT = frozenset({"_nnz()", "index dtype", "blocksize"})
+# What the result of a step ending in a method call is, whatever the
+# elements of the sparse tensor it was called on: method -> the attribute of
+# a tensor and its value.  ``coalesce()`` returns a coalesced tensor (itself,
+# where it was), with elements or without; and no other tensor's flag changes.
+HOLDS_WHATEVER_THE_ELEMENTS = {"coalesce": ("is_coalesced()", True)}
+
+
+def _holds_whatever_the_elements(step: Any, m: Mismatch) -> bool:
+    """Whether difference ``m`` after ``step`` is in what the step's last
+    method call makes whatever the elements (``HOLDS_WHATEVER_THE_ELEMENTS``):
+    the real side has the value it must have, the fake side not."""
+    import re
+
+    call = re.search(r"\.(\w+)\([^()]*\)\s*$", step.source.strip())
+    held = HOLDS_WHATEVER_THE_ELEMENTS.get(call.group(1)) if call else None
+    return held is not None and (m.attribute, m.real) == held and m.fake != held[1]
 
 
 def _names_in(step: Any, names: Any) -> list[str]:
