@@ -24,7 +24,9 @@ separates, and that then differs, follows from it
 (``behaviour-follows-known-difference``) -- except where that difference is
 only a storage's size and the step does not depend on the storage's extent
 (no ``as_strided``, ``set_``, ``resize_`` or storage access): a backward's
-gradient or a view's shape cannot follow from it.  The real side runs on a
+gradient or a view's shape cannot follow from it; nor, where it is only a
+sparse fake's count of elements, what a step makes whatever the elements
+(``coalesce()``'s result is coalesced).  The real side runs on a
 copy rebuilt from the tensors' recipe (their storages' bytes copied over), so neither side may change the
 user's tensors: after the program they must be exactly as before (values,
 version, metadata; the ``purity`` reading).
