@@ -367,3 +367,24 @@ def test_a_crash_while_a_program_is_drawn_keeps_the_case(pytester: pytest.Pytest
     source = open(crash["reproducer_file"]).read()
     assert "# kinds: dense" in source and "assert_faithful(" in source, source
     assert "crashing_run_step" in json.dumps(crash), crash
+
+
+def test_a_crash_while_shrinking_draws_a_candidate_ends_neither_the_run_nor_its_report(
+        pytester: pytest.Pytester) -> None:
+    # Shrinking redraws the crashed case and its program (the same draws the
+    # suite makes, steps run on a copy of the real tensors): here that
+    # segfaults again.  It once did so in the controller, which died before
+    # writing the summary and the report.
+    pytester.makeconftest(CRASHING_DRAW)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
+        "--metafidelity-examples=5", "--metafidelity-shrink-crashes=60", "-p", "no:cacheprovider",
+        f"--metafidelity-report={report}", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*crashed (SIGSEGV)*"])
+    (crash,) = json.loads(report.read_text())["crashes"]
+    assert crash["shrinking"].startswith(
+        "not shrunk: the process shrinking it killed by SIGSEGV while drawing"), crash
+    source = open(crash["reproducer_file"]).read()
+    assert "# kinds: dense" in source and "assert_faithful(" in source, source

@@ -1,8 +1,10 @@
 """Shrinking crashed and hung cases: Hypothesis, with each candidate run in a
 child process.
 
-A crash cannot be shrunk in the process it kills.  At the end of a run the
-controller replays each crash's choice sequence (from its journal) through
+A crash cannot be shrunk in the process it kills.  At the end of a run a
+child forked from the controller (which has the run's kinds and conftests;
+drawing a program runs torch, and may crash too: that must not end the run)
+replays each crash's choice sequence (from its journal) through
 the same draws the suite makes (:func:`..runner.draw_case`, then the
 ``behaviour`` check's program) and lets
 Hypothesis shrink it; each candidate's reproducer runs in a child forked
@@ -118,15 +120,77 @@ def shrink_crashes(collector: "Collector", opts: "SuiteOptions", directory: str)
             record["shrinking"] = "not shrunk: needs os.fork (POSIX)"
         return
     deadline = time.monotonic() + opts.shrink_crashes
-    with Zygote() as zygote:
-        for record in crashes:
-            left = deadline - time.monotonic()
-            if left <= 0:
+    pending = list(crashes)
+    while pending:
+        if deadline - time.monotonic() <= 0:
+            for record in pending:
                 record["shrinking"] = "not shrunk: the run's shrinking time was used up"
-                continue
-            shrink_one(record, zygote, left, opts)
-            record["reproducer_file"] = write_reproducer(record, directory)
-            record["replay"] = f"python {record['reproducer_file']}"
+            break
+        pending = _shrink_in_a_child(pending, deadline, opts)
+    for record in crashes:
+        record["reproducer_file"] = write_reproducer(record, directory)
+        record["replay"] = f"python {record['reproducer_file']}"
+
+
+# What shrinking writes into a crash's record.
+SHRINKING_FIELDS = ("reproducer", "reproduces", "shrinking")
+# How long past the shrinking deadline a shrinking process may take to stop
+# (its last candidate's child, then its zygote).
+STOPPING_SECONDS = 30.0
+
+
+def _shrink_in_a_child(records: list[dict[str, Any]], deadline: float,
+                       opts: "SuiteOptions") -> list[dict[str, Any]]:
+    """Shrink ``records`` in a child forked from this process, which has
+    the run's kinds, subclasses and conftests: drawing a candidate runs
+    torch (a program's steps run on a copy of the real tensors) and may
+    crash it, which must not end the run.  The child writes each record's
+    result as it finishes; the records it did not reach are returned.  The
+    record it was shrinking when it died keeps its reproducer, and says so."""
+    import tempfile
+
+    from ..child import run_in_child
+
+    with tempfile.TemporaryFile("w+") as progress:
+        def shrink_them() -> None:
+            import torch
+
+            torch.set_num_threads(1)  # (no OpenMP pool forked from the parent's)
+            with Zygote() as zygote:
+                for i, record in enumerate(records):
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        return
+                    progress.write(json.dumps({"started": i}) + "\n")
+                    progress.flush()
+                    shrink_one(record, zygote, left, opts)
+                    fields = {k: record[k] for k in SHRINKING_FIELDS if k in record}
+                    progress.write(json.dumps({"done": i, "fields": fields}) + "\n")
+                    progress.flush()
+
+        timeout = max(deadline - time.monotonic(), 0.0) + STOPPING_SECONDS
+        ending = run_in_child(shrink_them, timeout)
+        progress.seek(0)
+        lines = [json.loads(line) for line in progress.read().splitlines() if line.strip()]
+    done, started = set(), None
+    for line in lines:
+        if "done" in line:
+            records[line["done"]].update(line["fields"])
+            done.add(line["done"])
+        else:
+            started = line["started"]
+    if started is not None and started not in done:
+        records[started]["shrinking"] = (
+            f"not shrunk: the process shrinking it {ending.describe()} while drawing or "
+            "running a candidate (a draw runs a program's steps on a copy of the real "
+            "tensors); the reproducer is the recorded one")
+        done.add(started)
+    left = [r for i, r in enumerate(records) if i not in done]
+    if not done and deadline > time.monotonic():  # it failed before its first record
+        for record in left:
+            record["shrinking"] = f"not shrunk: the shrinking process {ending.describe()}"
+        return []
+    return left  # (where the time ran out, the caller says so)
 
 
 def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
