@@ -3,7 +3,9 @@ recipes attached to tensors, and shrinking toward the simplest tensor."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import logging
 import subprocess
 import sys
 import textwrap
@@ -387,3 +389,39 @@ def test_torch_notices_about_what_programs_do_on_purpose_are_among_the_quieted(
     assert done.returncode == 0, done.stderr[-2000:]
     seen = done.stdout.strip().splitlines()[-1]
     assert seen == ("[]" if quiet else repr([notice])), seen
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_the_notice_torch_logs_when_a_nested_jagged_tensor_is_built_is_quieted(
+        quiet: bool) -> None:
+    """Building a nested jagged tensor asks torch.fx whether it traces,
+    which logs a deprecation notice about the question (once per process,
+    at the start of every suite worker): ours, not the user's."""
+    import torch
+    from torch.fx import _symbolic_trace
+
+    from pytest_metafidelity.strategies.torch_notices import quiet_torch_notices
+
+    once = getattr(_symbolic_trace, "is_fx_tracing_warning", None)
+    if once is None:
+        pytest.skip("this torch logs no notice from is_fx_tracing()")
+    once.cache_clear()
+    logger, records = logging.getLogger(_symbolic_trace.__name__), _Records()
+    logger.addHandler(records)
+    try:
+        with quiet_torch_notices() if quiet else contextlib.nullcontext():
+            torch.nested.nested_tensor_from_jagged(torch.zeros(5, 2), torch.tensor([0, 2, 5]))
+    finally:
+        logger.removeHandler(records)
+        once.cache_clear()
+    noticed = [m for m in records.messages if m.startswith("is_fx_tracing will return true")]
+    assert len(noticed) == (0 if quiet else 1), records.messages
