@@ -655,6 +655,9 @@ _GRAD_STATE_WEIGHTS = {"grad": 10, "backward": 6, "retain_grad": 5, "requires_gr
                        "detach": 2}
 _GRAD_STATE_OPS = frozenset(_GRAD_STATE_WEIGHTS)
 _WRITES_VALUES = frozenset({"zero_", "fill_", "add_", "mul_", "copy_"})
+# The contexts that turn grad off, and the extra weight of a view there.
+_GRAD_OFF = frozenset({"torch.no_grad()", "torch.inference_mode()"})
+_VIEW_WEIGHT_GRAD_OFF = 3
 
 
 def _safe(fn: Callable[[], Any], default: Any = False) -> Any:
@@ -664,10 +667,15 @@ def _safe(fn: Callable[[], Any], default: Any = False) -> Any:
         return default
 
 
-def op_weight(op: Op, t: Any) -> int:
-    """How many times ``op`` counts in the pick of an op for ``t``, by the
-    state ``t`` carries (1: no bias)."""
+def op_weight(op: Op, t: Any, context: str | None = None) -> int:
+    """How many times ``op`` counts in the pick of an op for ``t``, run in
+    ``context``, by the state ``t`` carries (1: no bias)."""
     weight = 1
+    if (context in _GRAD_OFF and op.binds and _FAMILY[op.name] == "view"
+            and _safe(lambda: bool(t.requires_grad))):
+        # what a mode with grad off changes about a view of a tensor that
+        # requires grad: its autograd link and creation meta
+        weight += _VIEW_WEIGHT_GRAD_OFF
     if _safe(lambda: bool(t.requires_grad)) and op.name in _GRAD_STATE_OPS:
         # (retain_grad on a leaf does nothing: a leaf keeps its .grad anyway)
         if op.name != "retain_grad" or not _safe(lambda: t.is_leaf, True):
@@ -705,16 +713,17 @@ def swarm(ch: Choices) -> frozenset[str]:
     return frozenset(name for i, (name, _) in enumerate(FAMILIES) if mask >> i & 1)
 
 
-def _weighted(ops: list[Op], t: Any, left_out: frozenset[str]) -> list[Op]:
+def _weighted(ops: list[Op], t: Any, left_out: frozenset[str],
+              context: str | None = None) -> list[Op]:
     """``ops`` without the families left out, each repeated in place by its
-    weight for ``t``.  Where that leaves none, or only autograd ops on a
+    weight for ``t`` in ``context``.  Where that leaves none, or only autograd ops on a
     tensor that does not require grad (they would all raise), the swarm
     choice does not hold for this step: all of ``ops``."""
     kept = [op for op in ops if _FAMILY[op.name] not in left_out]
     if not kept or (all(_FAMILY[op.name] == "autograd" for op in kept)
                     and not _safe(lambda: bool(t.requires_grad))):
         kept = ops
-    weights = {op.name: op_weight(op, t) for op in kept}
+    weights = {op.name: op_weight(op, t, context) for op in kept}
     # The ops the tensor's state favours first (in the vocabulary's order
     # among equals): the simplest program on a tensor carrying state -- a
     # suite item's first example, what a failure shrinks toward --
@@ -758,14 +767,14 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
                         and not _any_storage_too_small(live.values()))
         aten = ([op for op in aten_ops() if _safe(lambda: op.applies(t))]
                 if aten_steps_enabled() and vocabulary_kind(t) == "strided" else [])
+        contexts = contexts_for(t)
+        context = contexts[ch.integer(0, len(contexts) - 1)]
         odds = ATEN_ODDS_GRAD if _safe(lambda: bool(t.requires_grad)) else ATEN_ODDS
         if aten and ch.integer(0, odds - 1) == odds - 1:
             op = ch.pick(aten)
         else:
             ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
-            op = ch.pick(_weighted(ops, t, left_out))
-        contexts = contexts_for(t)
-        context = contexts[ch.integer(0, len(contexts) - 1)]
+            op = ch.pick(_weighted(ops, t, left_out, context))
         text = op.make(ch, name, t, live)
         output = f"{OUTPUT_PREFIX}{len(steps)}" if op.binds else None
         statement = f"{output} = {text}" if output else text
