@@ -51,11 +51,13 @@ strategy) and :func:`seeded_programs` (a seeded ``random.Random``, for
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import random
 import textwrap
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from hypothesis import event, target
 from hypothesis.errors import InvalidArgument
@@ -748,6 +750,23 @@ def exercised(steps: Sequence[Step], raised: Sequence[bool], inputs: Sequence[st
     return score
 
 
+# Who is told of each step before it runs on the scratch copy (the suite's
+# journal: a step that crashes torch there then keeps its case, program and all).
+_BEFORE_STEP: contextvars.ContextVar[Callable[[Program], None] | None] = (
+    contextvars.ContextVar("metafidelity_before_step", default=None))
+
+
+@contextlib.contextmanager
+def telling_steps(before_step: Callable[[Program], None]) -> Iterator[None]:
+    """Within the block, programs being drawn call ``before_step`` with the
+    program so far, its last step the one about to run on the scratch copy."""
+    token = _BEFORE_STEP.set(before_step)
+    try:
+        yield
+    finally:
+        _BEFORE_STEP.reset(token)
+
+
 def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
                max_steps: int = MAX_STEPS) -> Program:
     """Draw a program over ``tensors`` (named ``inputs``), executing each
@@ -780,6 +799,9 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
         statement = f"{output} = {text}" if output else text
         step = Step(op.name, statement, output, context)
         steps.append(step)
+        before_step = _BEFORE_STEP.get()
+        if before_step is not None:
+            before_step(Program(tuple(inputs), tuple(steps)))
         raised = run_step(step, namespace)
         failed.append(raised is not None)
         if output is not None and raised is None and isinstance(namespace.get(output),

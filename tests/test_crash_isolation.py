@@ -363,9 +363,11 @@ def test_a_crash_while_a_program_is_drawn_keeps_the_case(pytester: pytest.Pytest
     assert result.ret == 1, result.stdout.str()
     (crash,) = json.loads(report.read_text())["crashes"]
     assert (crash["kind"], crash["converter"], crash["signal"]) == ("dense", "meta", "SIGSEGV")
-    # The case: its recipe, and the frames of the step that crashed.
+    # The case: its recipe, the program up to the step that crashed, and the
+    # frames of that step.
     source = open(crash["reproducer_file"]).read()
     assert "# kinds: dense" in source and "assert_faithful(" in source, source
+    assert "program = Program.parse('''" in source and "program=program" in source, source
     assert "crashing_run_step" in json.dumps(crash), crash
 
 

@@ -15,6 +15,7 @@ budget an item runs in rounds (:mod:`.budget`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -304,11 +305,15 @@ def _run_example(
         ))
 
     # Drawing a program runs its steps on a copy of the real tensors: a
-    # step that crashes torch there is recorded with its recipe (and the
-    # frames of the step), then the case again with its program.
+    # step that crashes torch there is recorded with its recipe and the
+    # program so far (each step journaled before it runs), then the case
+    # again with its whole program.
     if program_drawn(opts):
         journal_case(None)
-    program = draw_program(data, recipe, opts)
+    from ..strategies.programs import telling_steps
+
+    with telling_steps(journal_case) if journal is not None else contextlib.nullcontext():
+        program = draw_program(data, recipe, opts)
     journal_case(program)
     example_timeout = opts.example_timeout if opts else DEFAULT_EXAMPLE_TIMEOUT
     failed = True  # until it passes: a failure stays in the journal while it is reported
