@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from typing import Any
 
 import pytest
 
@@ -353,15 +354,24 @@ CRASHING_DRAW = textwrap.dedent(
 )
 
 
-def test_a_crash_while_a_program_is_drawn_keeps_the_case(pytester: pytest.Pytester) -> None:
+def _run_with_a_crashing_draw(pytester: pytest.Pytester, shrink_seconds: int
+                              ) -> tuple[Any, dict[str, Any]]:
+    """A run of dense x meta whose program steps segfault while drawn: the
+    run's result and its one crash record."""
     pytester.makeconftest(CRASHING_DRAW)
     report = pytester.path / "report.json"
     result = pytester.runpytest_subprocess(
         "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
-        "--metafidelity-examples=5", "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider",
-        f"--metafidelity-report={report}", "-W", "ignore::pytest.PytestAssertRewriteWarning")
-    assert result.ret == 1, result.stdout.str()
+        "--metafidelity-examples=5", f"--metafidelity-shrink-crashes={shrink_seconds}",
+        "-p", "no:cacheprovider", f"--metafidelity-report={report}",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
     (crash,) = json.loads(report.read_text())["crashes"]
+    return result, crash
+
+
+def test_a_crash_while_a_program_is_drawn_keeps_the_case(pytester: pytest.Pytester) -> None:
+    _, crash = _run_with_a_crashing_draw(pytester, shrink_seconds=0)
     assert (crash["kind"], crash["converter"], crash["signal"]) == ("dense", "meta", "SIGSEGV")
     # The case: its recipe, the program up to the step that crashed, and the
     # frames of that step.
@@ -377,15 +387,8 @@ def test_a_crash_while_shrinking_draws_a_candidate_ends_neither_the_run_nor_its_
     # suite makes, steps run on a copy of the real tensors): here that
     # segfaults again.  It once did so in the controller, which died before
     # writing the summary and the report.
-    pytester.makeconftest(CRASHING_DRAW)
-    report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
-        "--metafidelity", "--metafidelity-kinds=dense", "--metafidelity-converters=meta",
-        "--metafidelity-examples=5", "--metafidelity-shrink-crashes=60", "-p", "no:cacheprovider",
-        f"--metafidelity-report={report}", "-W", "ignore::pytest.PytestAssertRewriteWarning")
-    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    result, crash = _run_with_a_crashing_draw(pytester, shrink_seconds=60)
     result.stdout.fnmatch_lines(["*crashed (SIGSEGV)*"])
-    (crash,) = json.loads(report.read_text())["crashes"]
     assert crash["shrinking"].startswith(
         "not shrunk: the process shrinking it killed by SIGSEGV while drawing"), crash
     source = open(crash["reproducer_file"]).read()

@@ -126,6 +126,17 @@ def _raised(pattern: str, side: str = "fake") -> Callable[[Any, Sequence[Any]], 
     return applies
 
 
+def _refused_in_other_words(real_start: str, fake_start: str
+                            ) -> Callable[[Any, Sequence[Any]], bool]:
+    """A ``raised`` mismatch where eager's error starts with ``real_start``
+    and the fake's with ``fake_start``: one rule, in other words (or another
+    error class)."""
+    def applies(m: Any, same_path: Sequence[Any]) -> bool:
+        return m.attribute != "raised" or (str(m.real).startswith(real_start)
+                                           and str(m.fake).startswith(fake_start))
+    return applies
+
+
 # A step calling an in-place op: as a method (``t.add_(1)``) or as an overload
 # (``torch.ops.aten.silu_.default(t)``).
 IN_PLACE_CALL = r"\.\w+_(\.\w+)?\("
@@ -726,10 +737,9 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="t-inplace-error-class",
         statement=r"\.t_\(",
         attribute="raised",
-        applies=lambda m, same_path: m.attribute != "raised" or (
-            str(m.real).startswith("RuntimeError: t_() expects a tensor with <= 2 dimensions")
-            and str(m.fake).startswith("AssertionError: t_ expects a tensor with <= 2 "
-                                       "dimensions")),
+        applies=_refused_in_other_words(
+            "RuntimeError: t_() expects a tensor with <= 2 dimensions",
+            "AssertionError: t_ expects a tensor with <= 2 dimensions"),
         errors_decide=True,
         reason=(
             "t_() of a tensor of more than 2 dimensions: eager raises RuntimeError, the meta "
@@ -752,9 +762,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         since="2.13",  # (2.11's meta kernel does not check: meta-skips-argument-checks)
         statement=r"\.index_copy_\(",
         attribute="raised",
-        applies=lambda m, same_path: m.attribute != "raised" or (
-            str(m.real).startswith("IndexError: index_copy_(): Number of indices")
-            and str(m.fake).startswith("RuntimeError: index_copy_(): Number of indices")),
+        applies=_refused_in_other_words("IndexError: index_copy_(): Number of indices",
+                                        "RuntimeError: index_copy_(): Number of indices"),
         errors_decide=True,
         reason=(
             "index_copy_ with an index of the wrong length: eager raises IndexError, the meta "
@@ -1046,9 +1055,9 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="split-sizes-error-class",
         statement=r"\.split(_with_sizes)?\(",
         attribute="raised",
-        applies=lambda m, same_path: m.attribute != "raised" or (
-            str(m.real).startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
-            and str(m.fake).startswith("ValueError: Split sizes add up to")),
+        applies=_refused_in_other_words(
+            "RuntimeError: split_with_sizes expects split_sizes to sum",
+            "ValueError: Split sizes add up to"),
         errors_decide=True,
         converters=where(symbolic=True),
         reason=(
