@@ -154,8 +154,11 @@ class AtenStep:
         else:
             overload = schema.overload_name or "default"
             call = f"torch.ops.aten.{self.name}.{overload}({', '.join(args + kwargs)})"
-        if self.binds and str(schema.returns[0].type).startswith("List["):
-            return call + "[0]"  # views returned as a list: the first
+        if self.binds and (str(schema.returns[0].type).startswith("List[")
+                           or len(schema.returns) > 1):
+            # views returned as a list, or with other results (_unpack_dual's
+            # primal and tangent): the first
+            return call + "[0]"
         return call
 
 
