@@ -597,11 +597,48 @@ def _any_storage_too_small(tensors: Any) -> bool:
                for _, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors))
 
 
-def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool) -> list[Op]:
+def index_storages(tensors: Any) -> set[int]:
+    """Where the index tensors of the sparse and nested jagged tensors among
+    ``tensors`` keep their elements (storage addresses).  Torch reads those
+    indices unchecked: a step writing into them (``p0 = t.ccol_indices();
+    p0.mul_(2)``) leaves an invalid tensor whose next read is out of bounds
+    (a segfault met by a 30-minute run)."""
+    found: set[int] = set()
+    for t in tensors:
+        kind = vocabulary_kind(t)
+        try:
+            if kind == "sparse_coo":
+                indices: tuple[Any, ...] = (t._indices(),)
+            elif kind == "compressed":
+                row_major = layout_name(t) in ("sparse_csr", "sparse_bsr")
+                indices = ((t.crow_indices(), t.col_indices()) if row_major
+                           else (t.ccol_indices(), t.row_indices()))
+            elif kind == "jagged":
+                indices = (t.offsets(),)
+            else:
+                continue
+            found.update(i.untyped_storage().data_ptr() for i in indices)
+        except Exception:
+            continue
+    found.discard(0)  # (no bytes: nothing to write)
+    return found
+
+
+def _writes_indices(t: Any, guarded: set[int]) -> bool:
+    """Whether ``t`` shares its storage with the indices of ``index_storages``."""
+    return bool(guarded) and _safe(lambda: t.untyped_storage().data_ptr() in guarded)
+
+
+def _applicable_ops(t: Any, grad_is_set: bool, may_backward: bool,
+                    read_only: bool = False) -> list[Op]:
+    """The vocabulary's ops that apply to ``t``; no in-place op where it is
+    ``read_only`` (it holds a sparse tensor's indices)."""
     ops = []
     too_small = reaches_past_storage(t)
     for op in VOCABULARIES[vocabulary_kind(t)]:
         if too_small and op.name in TOUCH_ELEMENTS:
+            continue
+        if read_only and _FAMILY[op.name] == "inplace":
             continue
         if op.name == "grad" and not grad_is_set:
             continue
@@ -784,15 +821,17 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
         t = live[name]
         may_backward = (t.requires_grad and not _graph_reaches(t, forbidden)
                         and not _any_storage_too_small(live.values()))
+        read_only = _writes_indices(t, index_storages(live.values()))
         aten = ([op for op in aten_ops() if _safe(lambda: op.applies(t))]
-                if aten_steps_enabled() and vocabulary_kind(t) == "strided" else [])
+                if aten_steps_enabled() and vocabulary_kind(t) == "strided" and not read_only
+                else [])
         contexts = contexts_for(t)
         context = contexts[ch.integer(0, len(contexts) - 1)]
         odds = ATEN_ODDS_GRAD if _safe(lambda: bool(t.requires_grad)) else ATEN_ODDS
         if aten and ch.integer(0, odds - 1) == odds - 1:
             op = ch.pick(aten)
         else:
-            ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward)
+            ops = _applicable_ops(t, _grad_or_none(t) is not None, may_backward, read_only)
             op = ch.pick(_weighted(ops, t, left_out, context))
         text = op.make(ch, name, t, live)
         output = f"{OUTPUT_PREFIX}{len(steps)}" if op.binds else None

@@ -276,3 +276,34 @@ BOOL_CSR = ("i0 = torch.tensor([0, 0], dtype=torch.int64)",
 def test_what_a_third_long_run_met_is_registered(lines: tuple[str, ...], program: str,
                                                   converter: str, entry: str) -> None:
     assert entry in known_ids(behaviour(lines, program, converter))
+
+
+INDEXED = {
+    "coo": "t0 = torch.eye(3).to_sparse()",
+    "csr": "t0 = torch.eye(3).to_sparse_csr()",
+    "csc": "t0 = torch.eye(3).to_sparse_csc()",
+    "bsr": "t0 = torch.eye(4).to_sparse_bsr((2, 2))",
+    "jagged": NJT.join(("t0 = ", "")),
+}
+
+
+@pytest.mark.parametrize("layout", list(INDEXED))
+def test_no_drawn_step_writes_into_the_indices_of_a_sparse_or_jagged_tensor(layout: str) -> None:
+    # Torch reads those indices unchecked: `p0 = t.ccol_indices(); p0.mul_(2)`
+    # left an invalid CSC tensor whose next read segfaulted (a 30-minute run).
+    # (An op on the sparse tensor itself, zero_(), keeps it valid.)
+    from pytest_metafidelity.strategies.programs import _FAMILY, index_storages, run_step
+
+    recipe = Recipe((INDEXED[layout],), ("t0",))
+    programs = seeded_programs(recipe, 150, seed=3)
+    assert any("indices()" in p.source or "offsets()" in p.source for p in programs)
+    for program in programs:
+        (t,) = recipe.build()
+        namespace = {"torch": torch, "t0": t}
+        for step in program.steps:
+            target = namespace.get(step.statement.split(".")[0])
+            if (_FAMILY.get(step.op) == "inplace" and isinstance(target, torch.Tensor)
+                    and target.layout == torch.strided and not target.is_nested):
+                guarded = index_storages([t])
+                assert target.untyped_storage().data_ptr() not in guarded, program.source
+            run_step(step, namespace)
