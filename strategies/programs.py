@@ -15,11 +15,12 @@ tensor it acts on (dims in range, slices within sizes, ``as_strided``
 within the storage): programs mostly run rather than mostly raise.  A step
 may still raise (an in-place op on a leaf requiring grad, on a view made in
 no_grad mode, ``t()`` of a 3-d tensor); it stays in the program: it must
-then raise on the converted tensors too.  Two things are never drawn, as
+then raise on the converted tensors too.  Three things are never drawn, as
 eager would crash the process rather than raise: ops that read or write
 the elements of a tensor reaching past the end of its storage
-(``untyped_storage().resize_(0)``), and a backward where any tensor of the
-family does; and a ``resize_`` that grows the storage zeroes the tensor
+(``untyped_storage().resize_(0)``), a backward where any tensor of the
+family does, and an in-place op on a tensor holding the indices of a sparse
+or nested jagged tensor (:func:`index_storages`); and a ``resize_`` that grows the storage zeroes the tensor
 (``resize_(n).zero_()``), so no step reads uninitialized memory.  Nor is a
 backward drawn into the history of a non-leaf the tensors were made from:
 its fake is an example input, whose backward raises by design.
