@@ -619,8 +619,14 @@ OP_DIFFERENCES: list[OpDifference] = [
     OpDifference(
         id="degenerate-strides",
         statement=r".",
-        attribute=r"stride\(\)",
-        applies_to_shape=lambda m, shape: only_degenerate_strides(m.real, m.fake, shape),
+        # (and the contiguity in a memory format those strides decide: read
+        # where the same tensor's strides differ, and only so)
+        attribute=r"stride\(\)|is_contiguous\(memory_format=torch\.\w+\)",
+        applies=lambda m, same_path: m.attribute == "stride()" or any(
+            o.attribute == "stride()" and o.path == m.path for o in same_path),
+        applies_to_shape=lambda m, shape: (
+            only_degenerate_strides(m.real, m.fake, shape) if m.attribute == "stride()"
+            else shape is not None and (0 in shape or 1 in shape)),
         reason=(
             "strides of dimensions that do not move through memory (a tensor with no elements, "
             "dimensions of size 1) are computed differently: FakeTensorMode's view ops (view, reshape, ravel, unflatten, ...) and "
