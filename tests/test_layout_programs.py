@@ -278,6 +278,51 @@ def test_what_a_third_long_run_met_is_registered(lines: tuple[str, ...], program
     assert entry in known_ids(behaviour(lines, program, converter))
 
 
+EMPTY_COO = ("i0 = torch.empty((2, 0), dtype=torch.int64)",
+             "t0 = torch.sparse_coo_tensor(i0, torch.zeros(0), (2, 3))")
+
+
+# Met by a second 30-minute run (--hypothesis-seed=20261208, stop 34); each now
+# registered (the reproducers were lost with the run's directory: rebuilt from
+# the run's description).
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (EMPTY_COO, "t0._coalesced_(False)\nt0.mul_(2)", "fake-real",
+     "op:sparse-in-place-mul-of-empty-marks-coalesced"),
+    (EMPTY_COO, "t0._coalesced_(False)\nt0.multiply_(2)", "fake",
+     "op:sparse-in-place-mul-of-empty-marks-coalesced"),
+    # (no control for the COO tensor to_sparse() makes of a compressed one)
+    (("i0 = torch.tensor([0, 0, 0, 0], dtype=torch.int64)",
+      "i1 = torch.empty((0,), dtype=torch.int64)",
+      "t0 = torch.sparse_csc_tensor(i0, i1, torch.zeros(0), (2, 3))"),
+     "p0 = t0.to_sparse().t()", "functional", "op:meta-sparse-transpose-marks-coalesced"),
+    (("t0 = torch.zeros(2, 3).to_sparse_csc()",), "p0 = t0.to_sparse()\np1 = p0.t()", "meta",
+     "op:meta-sparse-transpose-marks-coalesced"),
+    # (eager refuses the cpu wrapper's storage; the meta wrapper goes on into
+    # the internal assert a plain tensor meets too)
+    ((TWO_TENSOR, "a = torch.zeros(2)", "t0 = TwoTensor(a, a.clone()).requires_grad_()",
+      "t1 = t0 * 1"), "t1.retain_grad()\nt1.as_strided_((0,), (1,), 0)\nt1.set_()", "meta",
+     "op:wrapper-subclass-storage-on-meta"),
+    # (a 90-second run of the subclass kinds, seed 5: reading is_leaf of a view
+    # of a resized cpu wrapper raises the same refusal; no control on meta)
+    ((TWO_TENSOR, "a = torch.zeros(())",
+      "b = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 0, (), ())",
+      "t0 = TwoTensor(a, b)"),
+     "p0 = torch.ops.aten.alias(t0)\nt0.requires_grad_(True)\n"
+     "with torch.inference_mode():\n    t0.resize_(2).zero_()", "meta",
+     "op:wrapper-subclass-resized-views-unreadable"),
+    # (the same, seed 6)
+    ((TWO_TENSOR, "a = torch.zeros(())", "t0 = TwoTensor(a, a.clone())", "t1 = torch.zeros(())"),
+     "t0.set_(t1)", "fake", "op:fake-wrapper-subclass-set-source-refused"),
+])
+def test_what_a_fourth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                   converter: str, entry: str) -> None:
+    names = tuple(line.split(" = ")[0] for line in lines if line.startswith("t"))
+    tensors = Recipe(tuple(lines), names).build()
+    outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
+                             program=program).outcomes[0]
+    assert entry in known_ids(outcome)
+
+
 INDEXED = {
     "coo": "t0 = torch.eye(3).to_sparse()",
     "csr": "t0 = torch.eye(3).to_sparse_csr()",

@@ -495,10 +495,22 @@ def _control_tensors(recipe: Any, meta: bool, carries_real: bool) -> tuple[Any, 
 
 
 def _fake_mode(fakes: Sequence[Any]) -> Any:
-    for f in fakes:
+    """The FakeTensorMode the converted tensors belong to, looked for inside
+    wrapper subclasses too: a wrapper of fakes (TwoTensor, a nested jagged
+    tensor) has no mode of its own, and a step run outside the mode makes
+    real tensors where it creates any (the zeros backward fills an unused
+    gradient with), which the fakes then refuse."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    pending = list(fakes)
+    while pending:
+        f = pending.pop(0)
         mode = getattr(f, "fake_mode", None)
         if mode is not None:
             return mode
+        if is_traceable_wrapper_subclass(f):
+            attrs, _ = f.__tensor_flatten__()
+            pending.extend(getattr(f, a) for a in attrs)
     return None
 
 

@@ -115,6 +115,17 @@ def _only_raised(pattern: str, side: str) -> Callable[[Any, Sequence[Any]], bool
     return applies
 
 
+def _wrapper_storage_refused(m: Any, same_path: Sequence[Any]) -> bool:
+    """Eager refused to set a cpu wrapper's storage to a meta one; the meta
+    wrapper ran the op, or went on into the internal assert set_() meets on
+    a plain tensor as well (a non-leaf requiring grad after as_strided_)."""
+    return (m.attribute == "raised"
+            and "Attempted to set the storage of a tensor on device" in str(m.real)
+            and (str(m.fake) == "nothing"
+                 or re.search(r"out != nullptr INTERNAL ASSERT FAILED at .*variable\.cpp",
+                              str(m.fake)) is not None))
+
+
 # What eager says of a compressed sparse tensor asked for its strides.
 NO_STRIDES = r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides"
 
@@ -1134,6 +1145,78 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="fake-wrapper-subclass-set-source-refused",
+        statement=r"\.set_\(\w",
+        attribute="raised",
+        applies=_only_raised(r"Attempted to set the storage of a tensor on device \"cpu\" to a "
+                             r"storage on different device \"meta\"", side="fake"),
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "set_(source) on a wrapper subclass that corrects aliasing (TwoTensor): its "
+            "__torch_dispatch__ then sets the source's storage on the wrapper itself; in "
+            "eager that is a cpu storage and it runs, on a wrapper of fakes the source is a "
+            "fake whose storage is on the meta device, and the cpu wrapper refuses it "
+            "('Attempted to set the storage of a tensor on device \"cpu\" to a storage on "
+            "different device \"meta\"'), inside or outside the mode"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.testing._internal.two_tensor import TwoTensor\n"
+            "def set_():\n"
+            "    a = torch.zeros(())\n"
+            "    with torch._C._PreserveDispatchKeyGuard():\n"
+            "        TwoTensor(a, a.clone()).set_(torch.zeros(()))\n"
+            "set_()\n"
+            "try:\n"
+            "    with FakeTensorMode():\n"
+            "        set_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'Attempted to set the storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('set_ on a fake wrapper ran')\n"
+        ),
+    ),
+    OpDifference(
+        id="wrapper-subclass-resized-views-unreadable",
+        statement=r"\.(resize_|set_)\(",
+        attribute=r"is_leaf",
+        applies=lambda m, same_path: m.real is None and isinstance(m.fake, bool),
+        converters=where(fake_tensors=False),
+        # (every cpu wrapper refuses it; a wrapper has no control on the
+        # meta device when its recipe sets storages)
+        errors_decide=True,
+        reason=(
+            "wrapper-subclass-storage-on-meta's rule, met later: after resize_ (or set_) of "
+            "a cpu wrapper subclass that corrects aliasing (TwoTensor), reading is_leaf of "
+            "one of its views regenerates the view, which sets a meta storage on a cpu "
+            "wrapper and raises ('Attempted to set the storage of a tensor on device "
+            "\"cpu\" to a storage on different device \"meta\"'), so eager's is_leaf "
+            "cannot be read; on the meta device the view answers (False)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch.testing._internal.two_tensor import TwoTensor\n"
+            "def is_leaf(device):\n"
+            "    a = torch.zeros((), device=device)\n"
+            "    t = TwoTensor(a, a.clone())\n"
+            "    v = torch.ops.aten.alias(t)\n"
+            "    t.requires_grad_(True)\n"
+            "    with torch._C._PreserveDispatchKeyGuard(), torch.inference_mode():\n"
+            "        t.resize_(2)\n"
+            "    return v.is_leaf\n"
+            "try:\n"
+            "    is_leaf('cpu')\n"
+            "except RuntimeError as e:\n"
+            "    assert 'Attempted to set the storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('is_leaf of the cpu view read')\n"
+            "assert is_leaf('meta') is False\n"
+        ),
+    ),
+    OpDifference(
         id="sparse-meta-kernel-missing",
         statement=r".",
         attribute="raised",
@@ -1169,7 +1252,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="wrapper-subclass-storage-on-meta",
         statement=r".",
         attribute="raised",
-        applies=_only_raised("Attempted to set the storage of a tensor on device", side="real"),
+        applies=_wrapper_storage_refused,
         converters=where(fake_tensors=False),
         reason=(
             "a wrapper subclass whose __torch_dispatch__ corrects aliasing "
@@ -1180,7 +1263,10 @@ OP_DIFFERENCES: list[OpDifference] = [
             "\"meta\"'), in set_() itself or in a later alias-returning op (detach); a "
             "wrapper on the meta device has a meta storage and runs them (and set_() leaves "
             "a dispatch key in the thread's included set: programs run each step under a "
-            "guard that puts the key sets back)"
+            "guard that puts the key sets back).  Where set_() goes on, on a non-leaf "
+            "requiring grad after as_strided_(), the meta wrapper meets the INTERNAL ASSERT "
+            "that a plain tensor meets in eager too ('out != nullptr INTERNAL ASSERT FAILED "
+            "at .../variable.cpp'; a torch bug of its own)"
         ),
         link=UNFILED,
         reproducer=(
@@ -1266,11 +1352,16 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.(transpose|t)\(",
         attribute=r"is_coalesced\(\)",
         applies=lambda m, same_path: m.real is False and m.fake is True,
+        # (every fake made under the mode is marked so, whatever its elements;
+        # the COO tensor to_sparse() makes of a compressed one has no control)
+        errors_decide=True,
         reason=(
             "transpose (or t()) of a sparse COO meta tensor not marked coalesced gives a "
-            "tensor marked coalesced; eager keeps the flag (False).  A FakeTensorMode runs "
-            "the same meta kernel: every converter (first registered for meta only; a "
-            "30-minute run met it through fake-real)"
+            "tensor marked coalesced; eager keeps the flag (False), and transposing the "
+            "sparse dimensions of a coalesced tensor with elements unmarks it.  A "
+            "FakeTensorMode runs the same meta kernel: every converter (first registered "
+            "for meta only; 30-minute runs met it through fake-real, and through "
+            "to_sparse().t() of a compressed tensor on functional)"
         ),
         link=UNFILED,
         reproducer=(
@@ -1281,6 +1372,33 @@ OP_DIFFERENCES: list[OpDifference] = [
             "                                is_coalesced=True)\n"
             "    s._coalesced_(False)\n"
             "    assert s.transpose(0, 0).is_coalesced() == (device == 'meta')\n"
+        ),
+    ),
+    OpDifference(
+        id="sparse-in-place-mul-of-empty-marks-coalesced",
+        statement=r"\.(mul|multiply)_\(",
+        attribute=r"is_coalesced\(\)",
+        applies=lambda m, same_path: m.real is True and m.fake is False,
+        reason=(
+            "mul_ (multiply_) of a sparse COO tensor not marked coalesced marks it "
+            "coalesced in eager when it has no elements (a rule on the count of "
+            "elements, known only when the kernel runs); the fake kernel keeps the "
+            "input's flag (False) whatever the elements.  With elements, eager keeps "
+            "False too"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def mul_():\n"
+            "    i = torch.empty((2, 0), dtype=torch.int64)\n"
+            "    s = torch.sparse_coo_tensor(i, torch.zeros(0), (2, 3))\n"
+            "    s._coalesced_(False)\n"
+            "    s.mul_(2)\n"
+            "    return s.is_coalesced()\n"
+            "assert mul_()\n"
+            "with FakeTensorMode():\n"
+            "    assert not mul_()\n"
         ),
     ),
     OpDifference(
