@@ -735,47 +735,63 @@ def _reads_uncopied(conv: Conversion, names: tuple[str, ...], namespace: dict[st
 def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
               differs: list[Mismatch], namespace: dict[str, Any]) -> list[Mismatch]:
     """Conversion bug or operator difference: replay the first ``k + 1``
-    steps on the control and compare.  ``namespace``: the real side's."""
+    steps on the control and compare.  ``namespace``: the real side's.
+    What the control shows too is the operator's, the rest the
+    conversion's (a stale item memo beside an in-place op's autograd
+    difference): each judged on its own."""
     from ..known_differences.op_differences import match_op_differences
 
     step = program.steps[k]
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
-    numels = _numels(namespace, differs)
-    real_shapes = {m.path: shape for m, (_, shape) in zip(differs, numels)}
+    numels = dict(zip(map(id, differs), _numels(namespace, differs)))
     if control is None:
+        real_shapes = {m.path: numels[id(m)][1] for m in differs}
         entries = match_op_differences(conv, step, differs, without_control=True,
                                        real_shapes=real_shapes)
         if entries is not None:
             return _as_op_differences(conv, entries, differs, lambda m: (
                 f"{where}; no control could be built, and the step's errors alone "
                 "show the operator difference"), k)
-    if control is None or not {_key(m) for m in differs} <= control:
-        for m, (numel, shape) in zip(differs, numels):
-            # what the behaviour entries of the known-difference registry read
-            conv.behaviour_differences.add(StepDifference(
-                m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
-            if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
-                conv.behaviour_uncopied_reads.add(m.path)
-        how = ("the control (the same tensors made directly under the mode, not converted) "
-               "does not differ: a conversion bug" if control is not None
-               else "no control could be built")
-        return [StepMismatch(
-            check=CHECK, path=m.path, attribute=m.attribute, real=m.real, fake=m.fake,
-            detail=f"{where}; {how}" + (f"; {m.detail}" if m.detail else ""), step=k)
-                for m in differs]
-    entries = match_op_differences(conv, step, differs, real_shapes=real_shapes)
+        return _conversion_bugs(conv, step, differs, numels, names, namespace, k,
+                                f"{where}; no control could be built")
+    own = [m for m in differs if _key(m) not in control]
+    shared = [m for m in differs if _key(m) in control]
+    found = _conversion_bugs(conv, step, own, numels, names, namespace, k,
+                             f"{where}; the control (the same tensors made directly under the "
+                             "mode, not converted) does not differ: a conversion bug")
+    if not shared:
+        return found
+    entries = match_op_differences(conv, step, shared,
+                                   real_shapes={m.path: numels[id(m)][1] for m in shared})
     if entries is not None:
-        return _as_op_differences(conv, entries, differs,
-                                  lambda m: f"{where}; {m.attribute} differs on the control too",
-                                  k)
-    return [StepMismatch(
+        return found + _as_op_differences(
+            conv, entries, shared, lambda m: f"{where}; {m.attribute} differs on the control too",
+            k)
+    return found + [StepMismatch(
         check=CHECK, path=m.path, attribute=f"op-difference: {m.attribute}", real=m.real,
         fake=m.fake,
         detail=f"{where}; the control (the same tensors made directly under the mode, "
                "not converted) differs the same way: an operator difference, not "
                "registered in known_differences/op_differences.py",
         step=k)
+            for m in shared]
+
+
+def _conversion_bugs(conv: Conversion, step: Any, differs: list[Mismatch],
+                     numels: dict[int, Any], names: tuple[str, ...], namespace: dict[str, Any],
+                     k: int, detail: str) -> list[Mismatch]:
+    """``differs`` reported as they are, and recorded for the behaviour
+    entries of the known-difference registry to read."""
+    for m in differs:
+        numel, shape = numels[id(m)]
+        conv.behaviour_differences.add(StepDifference(
+            m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
+        if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
+            conv.behaviour_uncopied_reads.add(m.path)
+    return [StepMismatch(
+        check=CHECK, path=m.path, attribute=m.attribute, real=m.real, fake=m.fake,
+        detail=detail + (f"; {m.detail}" if m.detail else ""), step=k)
             for m in differs]
 
 
