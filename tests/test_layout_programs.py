@@ -323,6 +323,37 @@ def test_what_a_fourth_long_run_met_is_registered(lines: tuple[str, ...], progra
     assert entry in known_ids(outcome)
 
 
+# Met by a third 30-minute run (--hypothesis-seed=20261209, stop 35); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (("i0 = torch.tensor([0, 0], dtype=torch.int64)", "i1 = torch.empty((0,), dtype=torch.int64)",
+      "v0 = torch.zeros((0, 2, 1), dtype=torch.complex64)",
+      "t0 = torch.sparse_bsc_tensor(i0, i1, v0, (2, 1))"),
+     "p0 = t0.values()\np1 = p0.real", "fake-dynamic", "op:bit-view-of-compressed-values"),
+    (("t0 = torch.zeros(1, 1, dtype=torch.complex64).to_sparse_csr()",),
+     "p0 = t0.values()\nwith torch.no_grad():\n    p1 = p0.imag", "fake",
+     "op:bit-view-of-compressed-values"),
+    (("s = torch.zeros(2, dtype=torch.complex64).untyped_storage()",
+      "t0 = torch.empty(0, dtype=torch.complex64).set_(s, 1, (), ())", "t0.requires_grad_()",
+      "t1 = t0.real.as_strided((), (), 0)"),
+     "t1.sum().abs().backward()", "meta", "behaviour-dtype-view-as-strided-grad-offset"),
+    (("i0 = torch.tensor([0], dtype=torch.int64)", "i1 = torch.empty((0,), dtype=torch.int64)",
+      "t0 = torch.sparse_csr_tensor(i0, i1, torch.zeros(0), (0, 1))"),
+     "with torch.inference_mode():\n    p0 = t0.to_sparse()\np1 = p0._values()", "fake-real",
+     "behaviour-inference-to-sparse-values-version"),
+    (("t0 = torch.empty(0).set_(torch.arange(3.).untyped_storage(), 0, (2,), (2,))",
+      "t0.requires_grad_()"),
+     "with torch.no_grad():\n    t0.as_strided_((2,), (1,), 0)", "fake-real",
+     "behaviour-restrided-past-carried-copy"),
+])
+def test_what_a_fifth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                  converter: str, entry: str) -> None:
+    names = tuple(line.split(" = ")[0] for line in lines if line.startswith("t") and " = " in line)
+    tensors = Recipe(tuple(lines), names).build()
+    outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
+                             program=program).outcomes[0]
+    assert entry in known_ids(outcome)
+
+
 INDEXED = {
     "coo": "t0 = torch.eye(3).to_sparse()",
     "csr": "t0 = torch.eye(3).to_sparse_csr()",

@@ -1286,7 +1286,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="bit-view-of-compressed-values",
-        statement=r"_neg_view\(|\.conj\(",
+        statement=r"_neg_view\(|\.conj\(|\.(real|imag)\b|view_as_real\(|torch\.(real|imag)\(",
         attribute="raised",
         applies=_only_raised(NO_STRIDES, side="real"),
         # (FakeTensorMode cannot make a compressed tensor from index tensors
@@ -1295,8 +1295,9 @@ OP_DIFFERENCES: list[OpDifference] = [
         # sparse base, not the view)
         errors_decide=True,
         reason=(
-            "torch._neg_view (or conj() of complex values) of the values() of a sparse "
-            "compressed tensor (a view whose base is the compressed tensor): eager raises "
+            "torch._neg_view (or, of complex values, conj(), .real, .imag, view_as_real) of the "
+            "values() of a sparse compressed tensor (a view whose base is the compressed "
+            "tensor): eager raises "
             "'Sparse CSR tensors do not have strides' (the negative or conjugate view is made "
             "from its base's strides), while every other view op runs on it; a fake's values() "
             "is a view of a compressed fake too, and the bit views run"
@@ -1316,6 +1317,15 @@ OP_DIFFERENCES: list[OpDifference] = [
             "f = mode.from_tensor(c)\n"
             "with mode:\n"
             "    torch._neg_view(f.values())\n"
+            "z = torch.zeros(2, 3, dtype=torch.complex64).to_sparse_csr()\n"
+            "try:\n"
+            "    z.values().real\n"
+            "except RuntimeError as e:\n"
+            "    assert 'do not have strides' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('eager .real of values() ran')\n"
+            "with mode:\n"
+            "    mode.from_tensor(z).values().real\n"
         ),
     ),
     OpDifference(

@@ -1270,4 +1270,97 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+@reads_record("behaviour_differences")
+@family_wide
+def _values_of_a_coo_made_in_inference_mode(case: Case) -> bool:
+    """The values of a COO tensor that to_sparse() made in inference mode
+    share no version counter on the fake side, where they share it in eager."""
+    program = getattr(case.conversion, "program", None)
+    made = {s.output for s in getattr(program, "steps", ())
+            if s.output and s.context == "torch.inference_mode()" and ".to_sparse(" in s.statement}
+    if not made:
+        return False
+    values = re.compile(r"\b(%s)\._?values\(\)" % "|".join(map(re.escape, sorted(made))))
+    return any(d.attribute == "version counter sharing" and d.fake == "shared with nothing"
+               and values.search(d.source) is not None
+               for d in getattr(case.conversion, "behaviour_differences", ()))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-inference-to-sparse-values-version",
+    check="behaviour",
+    attribute=r"version counter sharing",
+    applies=_values_of_a_coo_made_in_inference_mode,
+    converters=where(fake_tensors=True),
+    reason=(
+        "to_sparse() of a compressed tensor in inference mode: in eager the values of the "
+        "COO tensor it makes share their version counter with the compressed tensor (an "
+        "in-place op on COO._values() bumps its _version); a fake's to_sparse() makes "
+        "values of their own, so nothing is bumped.  Seen on tensors with no elements (with "
+        "elements a sparse fake's count of elements differs first); an operator "
+        "difference that no control shows, as FakeTensorMode cannot make a compressed "
+        "tensor from index tensors"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def bumps(t):\n"
+        "    with torch.inference_mode():\n"
+        "        coo = t.to_sparse()\n"
+        "    before = t._version\n"
+        "    coo._values().add_(1)\n"
+        "    return t._version - before\n"
+        "csr = torch.sparse_csr_tensor(torch.tensor([0]), torch.empty((0,), dtype=torch.int64),\n"
+        "                              torch.zeros(0), (0, 1))\n"
+        "assert bumps(csr) == 1\n"
+        "mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(csr)\n"
+        "with mode:\n"
+        "    assert bumps(f) == 0\n"
+    ),
+))
+
+
+def _as_strided_of_a_dtype_view(t: Any) -> bool:
+    """An as_strided view whose base has another dtype (taken from a
+    dtype-changing view such as .real)."""
+    return (type(t.grad_fn).__name__ == "AsStridedBackward0" and t._base is not None
+            and t._base.dtype != t.dtype)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-dtype-view-as-strided-grad-offset",
+    check="behaviour",
+    attribute=r"storage_offset\(\)",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: (d.attribute == "storage_offset()" and d.path.endswith(".grad")
+                   and "backward" in d.source),
+        in_family=_as_strided_of_a_dtype_view),
+    reason=(
+        "as_strided of a dtype-changing view (t.real.as_strided(...)) of a complex leaf "
+        "with a storage offset: backward through the converted view gives the base's .grad "
+        "the base's storage offset, as eager does for as_strided taken straight from the "
+        "base, where eager's gradient through the dtype view starts at offset 0 (the "
+        "converted view is rebuilt from the base, not replayed through the dtype view); "
+        "every converter, a conversion bug by the control"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "s = torch.zeros(2, dtype=torch.complex64).untyped_storage()\n"
+        "base = torch.empty(0, dtype=torch.complex64).set_(s, 1, (), ()).requires_grad_()\n"
+        "v = base.real.as_strided((), (), 0)\n"
+        "mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(v)\n"
+        "v.sum().abs().backward()\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()\n"
+        "assert base.grad.storage_offset() == 0 and f._base.grad.storage_offset() == 1\n"
+    ),
+))
+
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES

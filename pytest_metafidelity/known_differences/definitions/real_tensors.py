@@ -22,6 +22,7 @@ from ..facts import (
     memo,
     needs,
     plain_strided,
+    reads_record,
     storage_key,
 )
 
@@ -201,6 +202,66 @@ ENTRIES.append(KnownDifference(
         "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
         "    mode = FakeTensorMode()\n"
         "assert not torch.equal(mode.from_tensor(between).real_tensor, between)\n"
+    ),
+))
+
+
+def _elements_leave_storage_bytes(t: Any) -> bool:
+    """Some byte of ``t``'s storage is not one of its elements."""
+    nbytes = t.untyped_storage().nbytes()
+    if t.numel() == 0:
+        return nbytes > 0
+    return not (t.is_contiguous() and t.storage_offset() == 0
+                and t.numel() * t.element_size() == nbytes)
+
+
+def _restrided_past_carried_copy(case: Case) -> bool:
+    """A step re-strided a tensor (as_strided_, set_) whose elements leave
+    bytes of its storage out, and its carried real tensor's values then
+    differ: the carried storage holds only the elements copied at conversion
+    (real-values-not-copied), and the new strides read the rest."""
+    import re
+
+    from ...checks._util import resolve
+
+    for d in getattr(case.conversion, "behaviour_differences", ()):
+        if d.attribute != "values" or not d.path.endswith(".real_tensor"):
+            continue
+        if re.search(r"\.(as_strided_|set_)\(", d.source) is None:
+            continue
+        t = resolve(case.conversion, d.path.split(".")[0])
+        if t is not None and plain_strided(t) and _elements_leave_storage_bytes(t):
+            return True
+    return False
+
+
+ENTRIES.append(KnownDifference(
+    id="behaviour-restrided-past-carried-copy",
+    check="behaviour",
+    attribute=r"values",
+    applies=reads_record("behaviour_differences")(family_wide(_restrided_past_carried_copy)),
+    converters=where(carries_real=True),
+    reason=(
+        "real-values-not-copied met by a program: the carried real tensor's storage holds "
+        "only the elements copied at conversion (empty_strided + copy_ of the first tensor "
+        "converted on the storage), so after as_strided_ (or set_) onto bytes between or "
+        "past those elements, the carried tensor reads uninitialized memory where eager "
+        "reads the storage's bytes"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/126175",),
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "x = torch.arange(3.) + 0.5\n"
+        "t = torch.empty(0).set_(x.untyped_storage(), 0, (2,), (2,))  # elements 0 and 2\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(t)\n"
+        "t.as_strided_((2,), (1,), 0)\n"
+        "with mode:\n"
+        "    f.as_strided_((2,), (1,), 0)\n"
+        "assert t.tolist() == [0.5, 1.5] and f.real_tensor.tolist() != [0.5, 1.5]\n"
     ),
 ))
 
