@@ -18,6 +18,7 @@ from pytest_metafidelity.strategies.programs import (
     VOCABULARIES, seeded_programs, vocabulary_kind, why_no_programs)
 
 TWO_TENSOR = "from torch.testing._internal.two_tensor import TwoTensor"
+SCALED = "from pytest_metafidelity.strategies.example_subclasses import ScaledTensor"
 # behaviour-symbolic-sparse-op-unsupported holds since torch 2.13 (2.11 runs them).
 SINCE_2_13 = pytest.mark.skipif(
     tuple(int(x) for x in torch.__version__.split(".")[:2]) < (2, 13),
@@ -344,6 +345,17 @@ def test_what_a_fourth_long_run_met_is_registered(lines: tuple[str, ...], progra
       "t0.requires_grad_()"),
      "with torch.no_grad():\n    t0.as_strided_((2,), (1,), 0)", "fake-real",
      "behaviour-restrided-past-carried-copy"),
+    # (a plain fake's set_(wrapper) is refused the other way round)
+    ((TWO_TENSOR, "a = torch.zeros(())", "t0 = TwoTensor(a, a.clone())", "t1 = torch.zeros(())"),
+     "p0 = t1.as_strided((0,), (1,), 0)\np0.unsqueeze_(0)\np0.set_(t0)", "refake",
+     "op:fake-wrapper-subclass-set-source-refused"),
+    # (the meta wrapper goes on into what a cpu wrapper never resized meets)
+    ((SCALED, "t0 = ScaledTensor(torch.zeros(1), 1.0, '')"),
+     "t0.resize_(2).zero_()\nwith torch.inference_mode():\n    p1 = t0.detach()", "meta",
+     "op:wrapper-subclass-storage-on-meta"),
+    ((SCALED, "a = torch.zeros((0, 0, 2))", "t0 = ScaledTensor(a[0:0:1], 1.0, '')"),
+     "t0.set_()\np1 = t0.expand((2, 0, 0, 2))", "refake",
+     "behaviour-symbolic-expand-error-wording"),
 ])
 def test_what_a_fifth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
                                                   converter: str, entry: str) -> None:

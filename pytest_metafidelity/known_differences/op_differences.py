@@ -115,15 +115,21 @@ def _only_raised(pattern: str, side: str) -> Callable[[Any, Sequence[Any]], bool
     return applies
 
 
+# What eager meets where it is not refused first: set_() on a non-leaf
+# requiring grad after as_strided_ (a plain tensor too), detach() of a wrapper
+# in inference mode (a cpu wrapper too).
+_MET_PAST_THE_REFUSAL = (r"out != nullptr INTERNAL ASSERT FAILED at .*variable\.cpp",
+                         r"Cannot set version_counter for inference tensor")
+
+
 def _wrapper_storage_refused(m: Any, same_path: Sequence[Any]) -> bool:
     """Eager refused to set a cpu wrapper's storage to a meta one; the meta
-    wrapper ran the op, or went on into the internal assert set_() meets on
-    a plain tensor as well (a non-leaf requiring grad after as_strided_)."""
+    wrapper ran the op, or went on into an error eager meets too where it is
+    not refused first (``_MET_PAST_THE_REFUSAL``)."""
     return (m.attribute == "raised"
             and "Attempted to set the storage of a tensor on device" in str(m.real)
             and (str(m.fake) == "nothing"
-                 or re.search(r"out != nullptr INTERNAL ASSERT FAILED at .*variable\.cpp",
-                              str(m.fake)) is not None))
+                 or any(re.search(p, str(m.fake)) for p in _MET_PAST_THE_REFUSAL)))
 
 
 # What eager says of a compressed sparse tensor asked for its strides.
@@ -1148,8 +1154,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="fake-wrapper-subclass-set-source-refused",
         statement=r"\.set_\(\w",
         attribute="raised",
-        applies=_only_raised(r"Attempted to set the storage of a tensor on device \"cpu\" to a "
-                             r"storage on different device \"meta\"", side="fake"),
+        applies=_only_raised(r"Attempted to set the storage of a tensor on device "
+                             r"\"(cpu|meta)\" to a storage on different device", side="fake"),
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "set_(source) on a wrapper subclass that corrects aliasing (TwoTensor): its "
@@ -1157,7 +1163,9 @@ OP_DIFFERENCES: list[OpDifference] = [
             "eager that is a cpu storage and it runs, on a wrapper of fakes the source is a "
             "fake whose storage is on the meta device, and the cpu wrapper refuses it "
             "('Attempted to set the storage of a tensor on device \"cpu\" to a storage on "
-            "different device \"meta\"'), inside or outside the mode"
+            "different device \"meta\"'), inside or outside the mode.  The other way round, "
+            "a plain fake's set_(wrapper) is refused from the meta side ('... on device "
+            "\"meta\" to a storage on different device \"cpu\"')"
         ),
         link=UNFILED,
         reproducer=(
@@ -1254,6 +1262,9 @@ OP_DIFFERENCES: list[OpDifference] = [
         attribute="raised",
         applies=_wrapper_storage_refused,
         converters=where(fake_tensors=False),
+        # (eager's error names the rule: a cpu wrapper given its own meta
+        # storage, which a wrapper on the meta device never is)
+        errors_decide=True,
         reason=(
             "a wrapper subclass whose __torch_dispatch__ corrects aliasing "
             "(return_and_correct_aliasing, as TwoTensor and ScaledTensor do): after set_() -- "
@@ -1263,10 +1274,12 @@ OP_DIFFERENCES: list[OpDifference] = [
             "\"meta\"'), in set_() itself or in a later alias-returning op (detach); a "
             "wrapper on the meta device has a meta storage and runs them (and set_() leaves "
             "a dispatch key in the thread's included set: programs run each step under a "
-            "guard that puts the key sets back).  Where set_() goes on, on a non-leaf "
-            "requiring grad after as_strided_(), the meta wrapper meets the INTERNAL ASSERT "
-            "that a plain tensor meets in eager too ('out != nullptr INTERNAL ASSERT FAILED "
-            "at .../variable.cpp'; a torch bug of its own)"
+            "guard that puts the key sets back).  Where the op goes on, the meta wrapper "
+            "meets what eager meets where it does not refuse first: set_() on a non-leaf "
+            "requiring grad after as_strided_() the INTERNAL ASSERT a plain tensor meets too "
+            "('out != nullptr INTERNAL ASSERT FAILED at .../variable.cpp'; a torch bug of its "
+            "own), detach() in inference mode 'Cannot set version_counter for inference "
+            "tensor', as a cpu wrapper never resized does"
         ),
         link=UNFILED,
         reproducer=(

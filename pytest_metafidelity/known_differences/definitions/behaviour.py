@@ -1193,20 +1193,26 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 
 _expand_too_few_sizes = _both_raised("the number of sizes provided",
                                      "the requested shape has too few dimensions")
+_expand_size_mismatch = _both_raised("The expanded size of the tensor",
+                                     "expand: attempting to expand a dimension of length")
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-symbolic-expand-error-wording",
     check="behaviour",
     attribute=r"raised",
-    applies=_behaviour_recorded("behaviour_differences", _expand_too_few_sizes),
+    applies=_behaviour_recorded(
+        "behaviour_differences", lambda d: _expand_too_few_sizes(d) or _expand_size_mismatch(d)),
     converters=where(symbolic=True),
     reason=(
         "expand() given fewer sizes than the tensor has dimensions, on a fake with symbolic "
         "sizes: both sides refuse for the same rule, eager with 'the number of sizes provided "
         "(3) must be greater or equal to the number of dimensions in the tensor (4)', the "
         "symbolic path (torch._refs) with 'expand: the requested shape has too few "
-        "dimensions!'; fakes made under the mode have static sizes and word it as eager does"
+        "dimensions!'; and given a size other than a dimension's own (not 1), eager with "
+        "'The expanded size of the tensor (2) must match the existing size (0) ...', "
+        "torch._refs with 'expand: attempting to expand a dimension of length 0 -> 2!'; "
+        "fakes made under the mode have static sizes and word it as eager does"
     ),
     link=BY_DESIGN,
     reproducer=(
