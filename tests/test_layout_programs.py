@@ -36,6 +36,15 @@ def behaviour(lines: tuple[str, ...], program: str, converter: str) -> Any:
                           program=program).outcomes[0]
 
 
+def behaviour_of_all(lines: tuple[str, ...], program: str, converter: str) -> Any:
+    """The behaviour check's outcome on every tensor the recipe names t0,
+    t1, ... (in the order they are made), the program naming them so."""
+    names = tuple(line.split(" = ")[0] for line in lines
+                  if line.startswith("t") and " = " in line)
+    return check_faithful(*Recipe(tuple(lines), names).build(), converters=[converter],
+                          checks=["behaviour"], program=program).outcomes[0]
+
+
 def known_ids(outcome: Any) -> list[str]:
     assert outcome.status == KNOWN, outcome.describe()
     return sorted({i for i, _ in outcome.known})
@@ -317,11 +326,7 @@ EMPTY_COO = ("i0 = torch.empty((2, 0), dtype=torch.int64)",
 ])
 def test_what_a_fourth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
                                                    converter: str, entry: str) -> None:
-    names = tuple(line.split(" = ")[0] for line in lines if line.startswith("t"))
-    tensors = Recipe(tuple(lines), names).build()
-    outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
-                             program=program).outcomes[0]
-    assert entry in known_ids(outcome)
+    assert entry in known_ids(behaviour_of_all(lines, program, converter))
 
 
 # Met by a third 30-minute run (--hypothesis-seed=20261209, stop 35); each now registered.
@@ -359,11 +364,7 @@ def test_what_a_fourth_long_run_met_is_registered(lines: tuple[str, ...], progra
 ])
 def test_what_a_fifth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
                                                   converter: str, entry: str) -> None:
-    names = tuple(line.split(" = ")[0] for line in lines if line.startswith("t") and " = " in line)
-    tensors = Recipe(tuple(lines), names).build()
-    outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
-                             program=program).outcomes[0]
-    assert entry in known_ids(outcome)
+    assert entry in known_ids(behaviour_of_all(lines, program, converter))
 
 
 INDEXED = {
