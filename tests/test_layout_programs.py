@@ -367,6 +367,22 @@ def test_what_a_fifth_long_run_met_is_registered(lines: tuple[str, ...], program
     assert entry in known_ids(behaviour_of_all(lines, program, converter))
 
 
+# Met by a fourth 30-minute run (--hypothesis-seed=20261210, stop 35); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (("s = torch.zeros(2, dtype=torch.complex64).untyped_storage()",
+      "t0 = torch.empty(0, dtype=torch.complex64).set_(s, 1, (), ())", "t0.requires_grad_()",
+      "t1 = t0.real.as_strided((), (), 1)"),
+     "t1.sum().abs().backward()", "fake", "behaviour-dtype-view-as-strided-grad-offset"),
+    (("i0 = torch.empty((1, 0), dtype=torch.int64)",
+      "t0 = torch.sparse_coo_tensor(i0, torch.zeros((0, 0, 0)), (1, 0, 0), is_coalesced=True)"),
+     "p0 = t0._values()\nt0.mul_(2)\np2 = t0._values()", "refake-fresh",
+     "op:sparse-in-place-mul-new-values"),
+])
+def test_what_a_sixth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                  converter: str, entry: str) -> None:
+    assert entry in known_ids(behaviour_of_all(lines, program, converter))
+
+
 INDEXED = {
     "coo": "t0 = torch.eye(3).to_sparse()",
     "csr": "t0 = torch.eye(3).to_sparse_csr()",

@@ -1426,6 +1426,34 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="sparse-in-place-mul-new-values",
+        statement=r"\._?values\(\)",
+        attribute=r"storage identity",
+        applies=lambda m, same_path: (str(m.real) == "shared with nothing"
+                                      and str(m.fake).startswith("shared with [")),
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "eager's mul_ of a sparse COO tensor (and add_ where it has elements) gives it a "
+            "new values tensor; the fake's writes into its values in place, so values() "
+            "read after it shares its storage with values() read before on the fake side "
+            "only"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def same_values_after_mul_():\n"
+            "    t = torch.sparse_coo_tensor(torch.empty((1, 0), dtype=torch.int64), "
+            "torch.zeros(0), (2,))\n"
+            "    before = t._values()\n"
+            "    t.mul_(2)\n"
+            "    return t._values().untyped_storage()._cdata == before.untyped_storage()._cdata\n"
+            "assert not same_values_after_mul_()\n"
+            "with FakeTensorMode():\n"
+            "    assert same_values_after_mul_()\n"
+        ),
+    ),
+    OpDifference(
         id="compressed-to-dense-bumps-version-in-inference-mode",
         statement=r"^with torch\.inference_mode\(\):\n.*to_dense\(",
         attribute=r"_version bump",

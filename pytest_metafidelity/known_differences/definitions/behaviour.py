@@ -1335,36 +1335,55 @@ def _as_strided_of_a_dtype_view(t: Any) -> bool:
             and t._base.dtype != t.dtype)
 
 
+def _backward_through_a_rebuilt_dtype_view(d: StepDifference) -> bool:
+    """A backward whose base's .grad got another storage offset, or that
+    refused the odd offset of a gradient on the converted side."""
+    if "backward" not in d.source:
+        return False
+    if d.attribute == "storage_offset()":
+        return d.path.endswith(".grad")
+    return (d.attribute == "raised" and d.real == "nothing"
+            and "Tensor must have a storage_offset divisible by" in d.fake)
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-dtype-view-as-strided-grad-offset",
     check="behaviour",
-    attribute=r"storage_offset\(\)",
-    applies=_behaviour_recorded(
-        "behaviour_differences",
-        lambda d: (d.attribute == "storage_offset()" and d.path.endswith(".grad")
-                   and "backward" in d.source),
-        in_family=_as_strided_of_a_dtype_view),
+    attribute=r"storage_offset\(\)|raised",
+    applies=_behaviour_recorded("behaviour_differences", _backward_through_a_rebuilt_dtype_view,
+                                in_family=_as_strided_of_a_dtype_view),
     reason=(
         "as_strided of a dtype-changing view (t.real.as_strided(...)) of a complex leaf "
-        "with a storage offset: backward through the converted view gives the base's .grad "
-        "the base's storage offset, as eager does for as_strided taken straight from the "
-        "base, where eager's gradient through the dtype view starts at offset 0 (the "
-        "converted view is rebuilt from the base, not replayed through the dtype view); "
-        "every converter, a conversion bug by the control"
+        "with a storage offset: the converted view is rebuilt from the base, not replayed "
+        "through the dtype view, and backward through it differs: the base's .grad gets "
+        "the base's storage offset (as eager gives as_strided taken straight from the "
+        "base) where eager's gradient through the dtype view starts at offset 0, or, "
+        "where the view's offset is odd in the real dtype's elements, backward raises "
+        "'Tensor must have a storage_offset divisible by 2' (view_as_complex of the "
+        "gradient) where eager runs; every converter, a conversion bug by the control"
     ),
     link=UNFILED,
     reproducer=(
         "import torch\n"
         "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "s = torch.zeros(2, dtype=torch.complex64).untyped_storage()\n"
-        "base = torch.empty(0, dtype=torch.complex64).set_(s, 1, (), ()).requires_grad_()\n"
-        "v = base.real.as_strided((), (), 0)\n"
-        "mode = FakeTensorMode()\n"
-        "f = mode.from_tensor(v)\n"
-        "v.sum().abs().backward()\n"
-        "with mode:\n"
-        "    f.sum().abs().backward()\n"
+        "def leaf():\n"
+        "    s = torch.zeros(2, dtype=torch.complex64).untyped_storage()\n"
+        "    return torch.empty(0, dtype=torch.complex64).set_(s, 1, (), ()).requires_grad_()\n"
+        "def backward(v, mode):\n"
+        "    f = mode.from_tensor(v)\n"
+        "    v.sum().abs().backward()\n"
+        "    with mode:\n"
+        "        f.sum().abs().backward()\n"
+        "    return f\n"
+        "base = leaf()\n"
+        "f = backward(base.real.as_strided((), (), 0), FakeTensorMode())\n"
         "assert base.grad.storage_offset() == 0 and f._base.grad.storage_offset() == 1\n"
+        "try:\n"
+        "    backward(leaf().real.as_strided((), (), 1), FakeTensorMode())\n"
+        "except RuntimeError as e:\n"
+        "    assert 'storage_offset divisible by 2' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('backward through the converted view ran')\n"
     ),
 ))
 
