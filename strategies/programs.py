@@ -348,13 +348,23 @@ def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
 
 
 def _set(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
-    others = [m for m, u in live.items() if m != n and u.dtype == t.dtype]
+    # (never a plain tensor onto a wrapper subclass's storage, which holds no
+    # bytes: eager then writes through a null pointer -- a plain
+    # t.set_(wrapper) then resize_().zero_() or fill_ segfaulted a 30-minute run)
+    others = [m for m, u in live.items() if m != n and u.dtype == t.dtype
+              and (_is_wrapper(t) or not _is_wrapper(u))]
     if not others or ch.integer(0, 2) == 0:
         return f"{n}.set_()"
     other = ch.pick(others)
     if ch.boolean():
         return f"{n}.set_({other})"
     return f"{n}.set_({other}.untyped_storage(), {_strided_args(ch, live[other])})"
+
+
+def _is_wrapper(t: Any) -> bool:
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(t)
 
 
 def _always(t: Any) -> bool:
