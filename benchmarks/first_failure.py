@@ -16,7 +16,10 @@ every kind and converter -- in a fresh directory (no example database, no
 cache), with ``--hypothesis-seed`` (default 0).  It prints, per fault, the
 wall seconds of the whole process (start-up included), its exit status and
 the item whose failure stopped it; then the median and the slowest.  A
-fault the run does not find is printed as missed.
+fault the run does not find is printed as missed -- and so is a failure that
+is not the fault's: the failed item's reproducer is replayed without the
+fault, and a failure it still shows (a difference of stock torch the
+registry does not yet know) stopped the run, not the fault.
 
 With ``--baseline COMMIT`` the same runs of that commit (checked out in a
 temporary git worktree, with this checkout's faults) are interleaved with
@@ -66,12 +69,33 @@ def time_to_first_finding(root: Path, plugin: str, fault: str,
         started = time.monotonic()
         done = subprocess.run(command, cwd=tmp, env=env, capture_output=True, text=True)
         wall = time.monotonic() - started
-    found = FAILED_ITEM.search(done.stdout)
-    if not found:
-        return wall, done.returncode, ""
-    # which checks reported (a behaviour fault must be found by the behaviour check)
-    checks = sorted(set(REPORTED_BY.findall(done.stdout)))
-    return wall, done.returncode, f"{found.group(1)} [{','.join(checks)}]"
+        found = FAILED_ITEM.search(done.stdout)
+        if not found:
+            return wall, done.returncode, ""
+        # which checks reported (a behaviour fault must be found by the behaviour check)
+        checks = sorted(set(REPORTED_BY.findall(done.stdout)))
+        item = f"{found.group(1)} [{','.join(checks)}]"
+        stock = fails_without_the_fault(Path(tmp), found.group(1), root)
+        if stock:
+            return wall, done.returncode, f"{NOT_THE_FAULTS} {item}: {stock}"
+        return wall, done.returncode, item
+
+
+# What a run stopped by a failure that is not the fault's reports instead of an item.
+NOT_THE_FAULTS = "not the fault's:"
+
+
+def fails_without_the_fault(tmp: Path, item: str, root: Path) -> str:
+    """Why the failure of ``item`` is not the fault's (its reproducer fails
+    on stock torch, with the fault not injected), or ""."""
+    reproducers = sorted((tmp / "metafidelity-reproducers").glob(f"{item}-*.py"))
+    if not reproducers:
+        return ""  # (nothing to replay: counted as the fault's)
+    env = {k: v for k, v in os.environ.items() if k != FAULT_VARIABLE}
+    env["PYTHONPATH"] = str(root)
+    replay = subprocess.run([sys.executable, str(reproducers[0])], cwd=tmp, env=env,
+                            capture_output=True, text=True, timeout=300)
+    return "its reproducer fails without the fault" if replay.returncode != 0 else ""
 
 
 def main() -> None:
@@ -95,17 +119,17 @@ def main() -> None:
         for fault in args.faults:
             for label, root in roots.items():
                 wall, status, item = time_to_first_finding(root, plugin, fault, args.seed)
-                if item:
+                if item and not item.startswith(NOT_THE_FAULTS):
                     times[label].append(wall)
                 else:
                     missed[label].append(fault)
                 print(f"{fault:32} {label:26} {wall:6.1f} s  exit {status}  "
                       f"{item or 'MISSED'}  (first kind: {faults[fault]})", flush=True)
         for label, ts in times.items():
-            if ts:
-                print(f"{label:26} found {len(ts)}/{len(args.faults)}: "
-                      f"median {statistics.median(ts):.1f} s, slowest {max(ts):.1f} s"
-                      + (f"; missed {', '.join(missed[label])}" if missed[label] else ""))
+            figures = (f": median {statistics.median(ts):.1f} s, slowest {max(ts):.1f} s"
+                       if ts else "")
+            print(f"{label:26} found {len(ts)}/{len(args.faults)}{figures}"
+                  + (f"; missed {', '.join(missed[label])}" if missed[label] else ""))
 
 if __name__ == "__main__":
     main()
