@@ -383,6 +383,32 @@ def test_what_a_sixth_long_run_met_is_registered(lines: tuple[str, ...], program
     assert entry in known_ids(behaviour_of_all(lines, program, converter))
 
 
+# Met by a fifth 30-minute run (--hypothesis-seed=20261211, stop 35); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (("i0 = torch.empty((1, 0), dtype=torch.int64)",
+      "t0 = torch.sparse_coo_tensor(i0, torch.zeros((0, 0, 0)), (1, 0, 0), is_coalesced=True)"),
+     "with torch.inference_mode():\n    t0.mul_(2)\np1 = t0._values()", "fake-dynamic",
+     "op:sparse-in-place-mul-new-values-in-inference-mode"),
+    # (with elements, a sparse fake's count of them differs first)
+    (EMPTY_COO, "with torch.inference_mode():\n    t0.mul_(2)\np1 = t0.values()", "fake",
+     "op:sparse-in-place-mul-new-values-in-inference-mode"),
+    (("s = torch.zeros(2, dtype=torch.complex64).untyped_storage()",
+      "t0 = torch.empty(0, dtype=torch.complex64).set_(s, 1, (1,), (1,))", "t0.requires_grad_()",
+      "t1 = t0.select(0, 0).as_strided((), (), 0).real"),
+     "t1.sum().abs().backward()", "fake-real", "behaviour-dtype-view-as-strided-grad-offset"),
+    (("t0 = torch.zeros(0, dtype=torch.complex64)", "t0.requires_grad_()",
+      "t1 = torch.view_as_real(t0).transpose(0, 1)[0:0:1]"),
+     "t1.sum().abs().backward()", "refake", "behaviour-empty-dtype-view-grad-strides"),
+    (("t0 = torch.zeros((1, 1))", "t0.untyped_storage().resize_(0)", "t0.requires_grad_()",
+      "t1 = torch._neg_view(t0.transpose(0, 0))"),
+     "with torch.no_grad():\n    t1.transpose_(0, 0)", "meta",
+     "op:view-replay-unchecked-storage-bounds"),
+])
+def test_what_a_seventh_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                    converter: str, entry: str) -> None:
+    assert entry in known_ids(behaviour_of_all(lines, program, converter))
+
+
 INDEXED = {
     "coo": "t0 = torch.eye(3).to_sparse()",
     "csr": "t0 = torch.eye(3).to_sparse_csr()",

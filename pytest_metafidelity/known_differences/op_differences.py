@@ -132,6 +132,18 @@ def _wrapper_storage_refused(m: Any, same_path: Sequence[Any]) -> bool:
                  or any(re.search(p, str(m.fake)) for p in _MET_PAST_THE_REFUSAL)))
 
 
+def _values_made_in_inference_mode(m: Any, same_path: Sequence[Any]) -> bool:
+    """Eager's values are an inference tensor, the fake's are not: is_inference()
+    True against False, autograd dispatch keys missing on the real side only,
+    or eager's values() refusing to share an inference tensor's version counter."""
+    if m.attribute == "raised":
+        return (str(m.fake) == "nothing"
+                and "Cannot set version_counter for inference tensor" in str(m.real))
+    if "inference" in m.attribute:
+        return m.real is True and m.fake is False
+    return m.real is None and m.fake is not None
+
+
 # What eager says of a compressed sparse tensor asked for its strides.
 NO_STRIDES = r"Sparse (CSR|CSC|BSR|BSC) tensors do not have strides"
 
@@ -431,13 +443,16 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="view-replay-unchecked-storage-bounds",
-        statement=r"\.set_\(\)|\.resize_\(0\)",
+        # The storage emptied by the step, or given so (an in-place view op
+        # under no_grad on a view of it).
+        statement=r"\.set_\(\)|\.resize_\(0\)|^with torch\.no_grad\(\):\n\s+\w+\.\w+_\(",
         attribute=r"is_leaf",
         applies=lambda m, same_path: m.real is None and m.fake is not None,
         reason=(
             "a view whose base was changed in place under no_grad regenerates its autograd "
             "history when its is_leaf is read, by replaying the view on the base; after the "
-            "base's storage was emptied (set_() with no arguments, untyped_storage().resize_(0)) "
+            "base's storage was emptied (set_() with no arguments, untyped_storage().resize_(0)), "
+            "or was given smaller than the view reaches, "
             "eager's replay checks the storage bounds and raises (setStorage: '... out of "
             "bounds for storage of size 0'), so is_leaf cannot be read, while meta and fake "
             "views replay without checking and answer False"
@@ -461,6 +476,22 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert is_leaf(m) is False\n"
             "with FakeTensorMode():\n"
             "    assert is_leaf(torch.zeros(1, dtype=torch.complex64, requires_grad=True)) is False\n"
+            "def given_empty(device):\n"
+            "    t = torch.zeros((1, 1), device=device)\n"
+            "    t.untyped_storage().resize_(0)\n"
+            "    v = torch._neg_view(t.requires_grad_().transpose(0, 0))\n"
+            "    with torch.no_grad():\n"
+            "        v.transpose_(0, 0)\n"
+            "    return v.is_leaf\n"
+            "try:\n"
+            "    given_empty('cpu')\n"
+            "except RuntimeError as e:\n"
+            "    assert 'out of bounds for storage' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real is_leaf read')\n"
+            "assert given_empty('meta') is False\n"
+            "with FakeTensorMode():\n"
+            "    assert given_empty('cpu') is False\n"
         ),
     ),
     OpDifference(
@@ -1451,6 +1482,46 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert not same_values_after_mul_()\n"
             "with FakeTensorMode():\n"
             "    assert same_values_after_mul_()\n"
+        ),
+    ),
+    OpDifference(
+        id="sparse-in-place-mul-new-values-in-inference-mode",
+        statement=r"\._?values\(\)",
+        attribute=(r"is_inference\(\)|is_inference|(ADInplaceOrView|Autograd<backend>) in "
+                   r"torch\._C\._dispatch_keys\(t\)|raised"),
+        applies=_values_made_in_inference_mode,
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "the same new values tensor as sparse-in-place-mul-new-values, made in inference "
+            "mode: eager's _values() after a mul_ under torch.inference_mode() is an inference "
+            "tensor (no ADInplaceOrView or Autograd dispatch keys), and values() of it, outside "
+            "inference mode, raises 'Cannot set version_counter for inference tensor'; the "
+            "fake's values, written in place, stay what they were"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def values_are_inference_after_mul_():\n"
+            "    t = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (2,))\n"
+            "    with torch.inference_mode():\n"
+            "        t.mul_(2)\n"
+            "    return t._values().is_inference()\n"
+            "assert values_are_inference_after_mul_()\n"
+            "with FakeTensorMode():\n"
+            "    assert not values_are_inference_after_mul_()\n"            "def values_after_inference_mul_():\n"
+            "    t = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (2,))\n"
+            "    with torch.inference_mode():\n"
+            "        t.mul_(2)\n"
+            "    return t.values()\n"
+            "try:\n"
+            "    values_after_inference_mul_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'Cannot set version_counter for inference tensor' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real values() read')\n"
+            "with FakeTensorMode():\n"
+            "    values_after_inference_mul_()\n"
         ),
     ),
     OpDifference(

@@ -1329,10 +1329,19 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 
 
 def _as_strided_of_a_dtype_view(t: Any) -> bool:
-    """An as_strided view whose base has another dtype (taken from a
-    dtype-changing view such as .real)."""
-    return (type(t.grad_fn).__name__ == "AsStridedBackward0" and t._base is not None
-            and t._base.dtype != t.dtype)
+    """A view with another dtype than its base, reached through an
+    as_strided (t.real.as_strided(...), or t.as_strided(...).real): its
+    autograd history, walked back towards the leaf, meets AsStridedBackward0."""
+    if t._base is None or t._base.dtype == t.dtype:
+        return False
+    node = t.grad_fn
+    for _ in range(32):  # a view chain is short; never loop on a strange graph
+        if node is None:
+            return False
+        if type(node).__name__ == "AsStridedBackward0":
+            return True
+        node = next((n for n, _ in node.next_functions if n is not None), None)
+    return False
 
 
 def _backward_through_a_rebuilt_dtype_view(d: StepDifference) -> bool:
@@ -1341,7 +1350,8 @@ def _backward_through_a_rebuilt_dtype_view(d: StepDifference) -> bool:
     if "backward" not in d.source:
         return False
     if d.attribute == "storage_offset()":
-        return d.path.endswith(".grad")
+        # (the carried real tensor's too, on a converter that carries it)
+        return d.path.endswith((".grad", ".grad.real_tensor"))
     return (d.attribute == "raised" and d.real == "nothing"
             and "Tensor must have a storage_offset divisible by" in d.fake)
 
@@ -1353,8 +1363,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     applies=_behaviour_recorded("behaviour_differences", _backward_through_a_rebuilt_dtype_view,
                                 in_family=_as_strided_of_a_dtype_view),
     reason=(
-        "as_strided of a dtype-changing view (t.real.as_strided(...)) of a complex leaf "
-        "with a storage offset: the converted view is rebuilt from the base, not replayed "
+        "as_strided of a dtype-changing view (t.real.as_strided(...)), or a dtype-changing "
+        "view of an as_strided one (t.as_strided(...).real), of a complex leaf with a "
+        "storage offset: the converted view is rebuilt from the base, not replayed "
         "through the dtype view, and backward through it differs: the base's .grad gets "
         "the base's storage offset (as eager gives as_strided taken straight from the "
         "base) where eager's gradient through the dtype view starts at offset 0, or, "
@@ -1378,12 +1389,63 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "base = leaf()\n"
         "f = backward(base.real.as_strided((), (), 0), FakeTensorMode())\n"
         "assert base.grad.storage_offset() == 0 and f._base.grad.storage_offset() == 1\n"
+        "s = torch.zeros(2, dtype=torch.complex64).untyped_storage()\n"
+        "base = torch.empty(0, dtype=torch.complex64).set_(s, 1, (1,), (1,)).requires_grad_()\n"
+        "f = backward(base.select(0, 0).as_strided((), (), 0).real, FakeTensorMode())\n"
+        "assert base.grad.storage_offset() == 0 and f._base.grad.storage_offset() == 1\n"
         "try:\n"
         "    backward(leaf().real.as_strided((), (), 1), FakeTensorMode())\n"
         "except RuntimeError as e:\n"
         "    assert 'storage_offset divisible by 2' in str(e)\n"
         "else:\n"
         "    raise AssertionError('backward through the converted view ran')\n"
+    ),
+))
+
+
+def _empty_dtype_view(t: Any) -> bool:
+    """A view with no elements and another dtype than its base
+    (view_as_real of a complex tensor, then transposed or sliced)."""
+    return t._base is not None and t._base.dtype != t.dtype and t.numel() == 0
+
+
+def _backward_refused_odd_gradient_strides(d: StepDifference) -> bool:
+    return ("backward" in d.source and d.attribute == "raised" and d.fake == "nothing"
+            and "Tensor must have a stride divisible by 2" in d.real)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-empty-dtype-view-grad-strides",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded("behaviour_differences", _backward_refused_odd_gradient_strides,
+                                in_family=_empty_dtype_view),
+    reason=(
+        "backward through a view with no elements of view_as_real(complex), transposed or "
+        "sliced: eager's view_as_real backward takes view_as_complex of a gradient whose "
+        "strides, in a tensor with no elements, are not divisible by 2, and raises ('Tensor "
+        "must have a stride divisible by 2 for all but last dimension'); the converted view "
+        "is rebuilt from its base (as_strided), so its gradient reaches the base another "
+        "way and backward runs.  Eager's refusal moves through no memory (there are no "
+        "elements); every converter"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "t0 = torch.zeros(0, dtype=torch.complex64, requires_grad=True)\n"
+        "t = torch.view_as_real(t0).transpose(0, 1)[0:0]\n"
+        "mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(t)\n"
+        "try:\n"
+        "    t.sum().abs().backward()\n"
+        "except RuntimeError as e:\n"
+        "    assert 'stride divisible by 2' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('eager backward ran')\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()\n"
+        "assert f._base.grad.shape == (0,)\n"
     ),
 ))
 
