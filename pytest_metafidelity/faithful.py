@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import snapshots, torch_caches
 from .checks import Conversion, InternalError, Mismatch, all_checks, default_checks, run_checks
-from .checks.behaviour import first_differing_step
+from .checks.behaviour import first_differing_step, rebuilt_or_why
 from .checks.wrappers import INNER_CHECKS
 from .converters import CONVERTERS, Unsupported, available_converters, convert_all, make_converter
 from .outcomes import (FAILED, FAILING, INTERNAL, KNOWN, PASSED, STATUSES, UNSUPPORTED, XPASS,
@@ -22,6 +22,7 @@ from .outcomes import (FAILED, FAILING, INTERNAL, KNOWN, PASSED, STATUSES, UNSUP
 from .reproducer import Rerun, checked_reproducer, reproducer_source
 from .strategies.described import recipe_for
 from .strategies.programs import Program, as_program, seeded_programs
+from .strategies.recipe import FunctionRecipe
 from .strategies.torch_errors import release_frames
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ def check_faithful(
     strict: bool = False,
     program: "Program | str | None" = None,
     programs: int = 0,
+    remake: Callable[[], Any] | None = None,
 ) -> FidelityResult:
     """Convert ``tensors`` with each converter (default: every converter
     this torch can run) and run ``checks`` (default: all); known differences
@@ -58,12 +60,23 @@ def check_faithful(
     ``program``: a program (source text, or a ``Program``) the ``behaviour``
     check runs on the real and the converted tensors.  ``programs=N``: also
     run ``behaviour`` with N seeded random programs, each on a fresh
-    conversion (:func:`_check_with_programs`)."""
+    conversion (:func:`_check_with_programs`).
+
+    ``remake``: a function that makes the same tensors again, anew on every
+    call (the code that made them; a tensor or a tuple, in the order given).
+    The program checks (``behaviour``, ``reconvert``) run their real side
+    and their control on its tensors.  Without it they rebuild the tensors
+    from their metadata: a view is then an ``as_strided`` of its base, whose
+    gradient reaches the base another way than through the ops that made
+    it.  (Tensors drawn from our strategies carry their recipe: no need.)"""
+    if remake is not None and not callable(remake):
+        raise TypeError(f"remake={remake!r} must be a function that makes the tensors again "
+                        "(called with no arguments), or None")
     if programs:
         if program is not None:
             raise ValueError("give program= (one program) or programs=N (random ones), not both")
         return _check_with_programs(tensors, programs, converters=converters, checks=checks,
-                                    order=order, strict=strict)
+                                    order=order, strict=strict, remake=remake)
     if isinstance(converters, str):
         converters = [converters]
     converters = list(converters or available_converters())
@@ -84,14 +97,33 @@ def check_faithful(
         recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
     if program is not None:
         program = as_program(program, names)
+    rebuilt_by: "Recipe | FunctionRecipe | None" = (
+        _checked_remake(remake, tensors, names) if remake is not None
+        else None if isinstance(recipe, Exception) else recipe)
     outcomes = []
     for name in converters:
         outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program,
-                                       None if isinstance(recipe, Exception) else recipe))
+                                       rebuilt_by))
     torch_caches.conversion_done(len(converters))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
         program, strict))
+
+
+def _checked_remake(remake: Callable[[], Any], tensors: Sequence["torch.Tensor"],
+                    names: Sequence[str]) -> FunctionRecipe:
+    """``remake`` as the program checks' recipe, once it made tensors like
+    ``tensors`` (else a ValueError saying how they differ; what ``remake``
+    raises is chained)."""
+    recipe = FunctionRecipe(remake, tuple(names))
+    try:
+        _, why = rebuilt_or_why(recipe, tensors, names)
+    except Exception as e:
+        raise ValueError(f"remake={remake!r} raised {type(e).__name__}: {e}") from e
+    if why is not None:
+        raise ValueError(f"remake={remake!r} made tensors unlike those given ({why}); it must "
+                         "make the same tensors again, in the order given")
+    return recipe
 
 
 def _reproducer(recipe: "Recipe | Exception", outcomes: list[Outcome], converters: list[str],
@@ -157,7 +189,7 @@ def _checks_run(checks: Sequence[str] | None) -> set[str]:
 def _one_converter(
     name: str, names: Sequence[str], tensors: Sequence["torch.Tensor"],
     checks: Sequence[str] | None, order: Sequence[int], strict: bool = False,
-    program: "Program | None" = None, recipe: "Recipe | None" = None,
+    program: "Program | None" = None, recipe: "Recipe | FunctionRecipe | None" = None,
 ) -> Outcome:
     # Until the conversion succeeds, the known-difference registry sees the
     # real tensors only (a conversion that raised has no converted tensors).
@@ -328,6 +360,7 @@ def assert_faithful(
     strict: bool = False,
     program: "Program | str | None" = None,
     programs: int = 0,
+    remake: Callable[[], Any] | None = None,
 ) -> FidelityResult:
     """Like :func:`check_faithful`, but raise :class:`FidelityError` listing
     every broken invariant, real vs fake, and a runnable reproducer.  Known
@@ -337,7 +370,7 @@ def assert_faithful(
     too, chained to the check's exception."""
     __tracebackhide__ = True
     result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
-                            strict=strict, program=program, programs=programs)
+                            strict=strict, program=program, programs=programs, remake=remake)
     if not result.ok:
         raise FidelityError(result)
     if result.unexpectedly_passing:

@@ -35,7 +35,10 @@ def reproducer_source(
 ) -> str:
     """A standalone script: rebuild the tensors, then run the same check
     (with ``program``, a ``behaviour`` program: its source is printed
-    between the recipe and the conversion)."""
+    between the recipe and the conversion, and the recipe is the body of a
+    function ``tensors()`` handed to the check as ``remake``, so that the
+    program's real side is rebuilt by these very lines -- with the autograd
+    history they give -- not from the tensors' metadata)."""
     args = ", ".join(recipe.outputs)
     extra = f", checks={list(checks)!r}" if checks else ""
     if order is not None and list(order) != list(range(len(recipe.outputs))):
@@ -46,11 +49,15 @@ def reproducer_source(
                  f"program = Program.parse({_quoted(program.source)}, "
                  f"inputs={list(program.inputs)!r})\n")
         extra += ", program=program"
+    if steps:
+        extra += ", remake=tensors"
     epilogue = (
         f"{steps}\n" + converter_imports(converters)
         + "from pytest_metafidelity import assert_faithful\n"
         f"assert_faithful({args}, converters={list(converters)!r}{extra})"
     )
+    if steps:
+        return recipe.to_python_function("tensors", epilogue=epilogue)
     return recipe.to_python(epilogue=epilogue)
 
 

@@ -57,7 +57,22 @@ class Recipe:
         ``epilogue`` is appended inside the recipe's contexts, so it can use
         the tensors while e.g. a functorch level is still active.
         """
-        body = self.body() + ("\n" + epilogue if epilogue else "")
+        return self._script(self.body() + ("\n" + epilogue if epilogue else ""))
+
+    def to_python_function(self, name: str = "tensors", epilogue: str = "") -> str:
+        """A self-contained script whose function ``name()`` makes the tensors
+        anew on every call (the lines as its body), then binds them once at
+        module level for ``epilogue`` -- which may hand ``name`` on, as
+        ``assert_faithful(..., remake=name)``, so a check rebuilds them with
+        this very code (their autograd history too), not from their metadata."""
+        outputs = ", ".join(self.outputs) + ("," if len(self.outputs) == 1 else "")
+        function = (f"def {name}():\n"
+                    + textwrap.indent(self.body() + f"\nreturn {outputs}", "    ") + "\n")
+        return self._script(function + f"\n\n{outputs} = {name}()"
+                            + ("\n" + epilogue if epilogue else ""))
+
+    def _script(self, body: str) -> str:
+        """``body`` inside the recipe's contexts, after its imports."""
         if self.contexts:
             body = "with " + ", ".join(self.contexts) + ":\n" + textwrap.indent(body, "    ")
         kinds = f"# kinds: {', '.join(self.kinds)}\n" if self.kinds else ""
@@ -96,6 +111,21 @@ class Recipe:
             )
         with self.active_contexts() as namespace:
             return self.build_in(namespace)
+
+
+@dataclasses.dataclass(frozen=True)
+class FunctionRecipe:
+    """Tensors made again by calling ``make`` -- the user's own code that
+    made them (``check_faithful(..., remake=make)``): what the program checks
+    rebuild their real side and their control from, in place of a recipe.
+    ``outputs``: the names the checks give the tensors."""
+
+    make: Callable[[], Any]
+    outputs: tuple[str, ...]
+
+    def build(self) -> tuple[Any, ...]:
+        made = self.make()
+        return tuple(made) if isinstance(made, (tuple, list)) else (made,)
 
 
 def recipe_of(tensor: Any) -> Recipe | None:

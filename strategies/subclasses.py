@@ -450,9 +450,12 @@ def _njt_unavailable() -> str | None:
       "transposed, requiring grad",
       unavailable=_njt_unavailable, cost_ms=18)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
-    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed", "requires_grad"]))
-    event(f"nested_jagged: {case}")
-    dtype = draw(cfg.dtypes.filter(grad_capable) if case == "requires_grad" else cfg.dtypes)
+    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed"]))
+    # Any of them may require grad (a choice of its own: half the examples,
+    # not one case in five, and shrinking to False).
+    requires_grad = draw(st.booleans())
+    event(f"nested_jagged: {case}" + (", requiring grad" if requires_grad else ""))
+    dtype = draw(cfg.dtypes.filter(grad_capable) if requires_grad else cfg.dtypes)
     device = draw(cfg.devices)
     dev = "" if device == "cpu" else f", device={device!r}"
     lengths = draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
@@ -464,12 +467,13 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
     if case == "from_list":
         parts = [fill_expr(max(n, 0) * math.prod(inner), dtype, device) + f".reshape({(n, *inner)})"
                  for n in lengths]
-        made = b.try_let(f"torch.nested.nested_tensor([{', '.join(parts)}], layout=torch.jagged)")
+        grad = ", requires_grad=True" if requires_grad else ""
+        made = b.try_let(f"torch.nested.nested_tensor([{', '.join(parts)}], layout=torch.jagged{grad})")
         assume(made is not None)
         return [made]  # type: ignore[list-item]
     values_shape = (total, *inner)
     values = b.let(dense_expr(values_shape, dtype, device))
-    if case == "requires_grad":
+    if requires_grad:
         b.stmt(f"{values}.requires_grad_()")
     off = b.let(f"torch.tensor({offsets}{dev})")
     if case == "lengths":

@@ -884,3 +884,63 @@ def test_what_the_control_shows_too_is_an_operator_difference_beside_a_conversio
     assert outcome.status == KNOWN, outcome.describe()
     assert sorted({i for i, _ in outcome.known}) == [
         "behaviour-stale-item-memo", "op:fake-in-place-op-breaks-view-autograd"]
+
+
+# -- remake: the user's own code rebuilds the real side -------------------------
+
+
+def empty_view_of_view_as_real() -> tuple[Any, ...]:
+    # Eager's view_as_real backward refuses this view's gradient strides; a
+    # view rebuilt from metadata (an as_strided of the base) is not refused.
+    base = torch.zeros(0, dtype=torch.complex64, requires_grad=True)
+    return (torch.view_as_real(base).transpose(0, 1)[0:0],)
+
+
+def test_remake_rebuilds_the_real_side_with_the_code_that_made_the_tensors() -> None:
+    program = "t0.sum().abs().backward()"
+    (t,) = empty_view_of_view_as_real()
+    described = check_faithful(t, converters=["refake"], checks=ONLY, program=program)
+    assert described.outcomes[0].status == PASSED  # the as_strided copy's backward runs
+    remade = check_faithful(t, converters=["refake"], checks=ONLY, program=program,
+                            remake=empty_view_of_view_as_real)
+    assert remade.outcomes[0].status == KNOWN, remade.outcomes[0].describe()
+    assert {i for i, _ in remade.outcomes[0].known} == {"behaviour-empty-dtype-view-grad-strides"}
+    strict = check_faithful(t, converters=["refake"], checks=ONLY, program=program,
+                            remake=empty_view_of_view_as_real, strict=True).outcomes[0]
+    assert strict.status == FAILED
+    assert [(m.attribute, m.real) for m in strict.mismatches] == [
+        ("raised", "RuntimeError: Tensor must have a stride divisible by 2 for all but last "
+                   "dimension")]
+
+
+def test_a_remake_unlike_the_tensors_given_is_an_error_saying_how() -> None:
+    t = torch.zeros(2, 3)
+    with pytest.raises(TypeError, match=r"remake=3 must be a function"):
+        check_faithful(t, remake=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"t0: shape: given \(2, 3\), made \(3, 2\)"):
+        check_faithful(t, remake=lambda: torch.zeros(3, 2))
+    with pytest.raises(ValueError, match=r"2 tensors made, 1 given"):
+        check_faithful(t, remake=lambda: (torch.zeros(2, 3), torch.zeros(1)))
+    with pytest.raises(ValueError, match=r"raised ZeroDivisionError") as raised:
+        check_faithful(t, remake=lambda: 1 / 0)
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)  # chained, not disguised
+
+
+def test_a_reproducer_with_a_program_remakes_its_tensors_with_its_own_lines() -> None:
+    from pytest_metafidelity.reproducer import reproducer_source
+
+    recipe = Recipe(("t0 = torch.zeros(0, dtype=torch.complex64)", "t0.requires_grad_()",
+                     "t1 = torch.view_as_real(t0).transpose(0, 1)[0:0:1]"), ("t1",))
+    program = Program.parse("t1.sum().abs().backward()", inputs=["t1"])
+    source = reproducer_source(recipe, converters=["refake"], checks=ONLY, program=program)
+    assert "def tensors():\n    t0 = torch.zeros(0" in source
+    assert "program=program, remake=tensors)" in source
+    namespace: dict[str, Any] = {}
+    exec(compile(source.replace("assert_faithful", "check_faithful")
+                 .replace("check_faithful(t1", "result = check_faithful(t1"),
+                 "<reproducer>", "exec"), namespace)
+    outcome = namespace["result"].outcomes[0]
+    assert {i for i, _ in outcome.known} == {"behaviour-empty-dtype-view-grad-strides"}
+    # Without a program, the reproducer is the recipe's lines as they are.
+    plain = reproducer_source(recipe, converters=["refake"], checks=["oracle"])
+    assert "def tensors" not in plain and plain.startswith("import torch\n\nt0 = torch.zeros(0")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..converters import Converter
     from ..snapshots import Snapshot
     from ..strategies.programs import Program
-    from ..strategies.recipe import Recipe
+    from ..strategies.recipe import FunctionRecipe, Recipe
 
 __all__ = [
     "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError",
@@ -74,7 +74,8 @@ class Conversion:
     them, with this Conversion, and calls each probe.  None: the check does
     it on its own.  ``program``: the program the ``behaviour`` check runs.
     ``recipe``: the recipe that rebuilds the real tensors (the ``behaviour``
-    and ``reconvert`` checks run on copies it makes); None where it could
+    and ``reconvert`` checks run on copies it makes), or the function
+    ``check_faithful(remake=...)`` was given (a ``FunctionRecipe``); None where it could
     not be written, or for a Conversion built by hand (the checks then
     write it from the tensors)."""
 
@@ -90,7 +91,7 @@ class Conversion:
     inner: bool = False
     release_probes: list[Callable[[], list["Mismatch"]]] | None = None
     program: "Program | None" = None
-    recipe: "Recipe | None" = None
+    recipe: "Recipe | FunctionRecipe | None" = None
     # What the program checks saw, for their known differences to read
     # (:mod:`..findings`): ``behaviour`` records the steps' differences no
     # control explained, the ids of the known differences a differing step

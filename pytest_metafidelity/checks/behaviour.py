@@ -422,18 +422,32 @@ def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
     """Copies of the user's tensors (the real side), or None when the recipe
     does not rebuild them faithfully."""
     try:
-        copies = recipe.build()
-        _copy_bytes(originals, copies, names)
-        if len(copies) != len(originals) or compare_live(names, originals, copies,
-                                                         _ReadAs(None, False)):
-            return None
+        copies, _ = rebuilt_or_why(recipe, originals, names)
     except Exception:  # not rebuilt, or not comparable: no copies
         return None
+    return copies
+
+
+def rebuilt_or_why(recipe: Any, originals: Sequence[Any], names: Sequence[str]
+                   ) -> tuple[Any, str | None]:
+    """(copies, None), or (None, how the copies ``recipe`` made differ from
+    ``originals``); what building or reading them raises propagates."""
+    copies = recipe.build()
+    if len(copies) != len(originals):
+        return None, f"{len(copies)} tensors made, {len(originals)} given"
+    _copy_bytes(originals, copies, names)
+    differ = compare_live(names, originals, copies, _ReadAs(None, False))
+    if differ:
+        m = differ[0]
+        return None, f"{m.path}: {m.attribute}: given {m.real!r}, made {m.fake!r}"
     rebuilt = dict(walk_real(names, copies))
     for path, t in walk_real(names, originals):
-        if path not in rebuilt or creation_meta(t) != creation_meta(rebuilt[path]):
-            return None
-    return copies
+        if path not in rebuilt:
+            return None, f"{path}: not made"
+        if creation_meta(t) != creation_meta(rebuilt[path]):
+            return None, (f"{path}: creation meta: given {creation_meta(t)!r}, made "
+                          f"{creation_meta(rebuilt[path])!r}")
+    return copies, None
 
 
 @contextlib.contextmanager

@@ -173,9 +173,14 @@ def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> An
     base_seed = _base_seed(run)
 
     def round_test(number: int, examples: int, *, first_pass: bool = False) -> Any:
-        test = given(data=st.data())(inner)
+        # Every round has the item's own seed, the first too: under a forced
+        # or derandomized seed, Hypothesis would give every item the same
+        # random stream (they share one inner function), so the items of a
+        # kind -- one per converter -- would draw the same first examples,
+        # and a fault that needs an example other than the simplest (a
+        # wrapper requiring grad) would wait for the rounds.
+        test = seed(round_seed(base_seed, nodeid, number))(given(data=st.data())(inner))
         if number:  # later rounds: fresh examples
-            test = seed(round_seed(base_seed, nodeid, number))(test)
             return item_settings(run, examples, derandomize=False)(test)
         first = item_settings(run, examples)
         if first_pass:
@@ -247,7 +252,7 @@ def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> An
 
 
 def round_seed(base_seed: int, nodeid: str, round_number: int) -> int:
-    """The seed of an item's later round: the same in every process and on
+    """The seed of an item's round: the same in every process and on
     every machine for the same base seed (``--hypothesis-seed``), item and
     round -- built from the item's digest, never from Python's ``hash()``,
     which differs between processes for strings."""
