@@ -21,7 +21,8 @@ the elements of a tensor reaching past the end of its storage
 (``untyped_storage().resize_(0)``), a backward where any tensor of the
 family does, and an in-place op on a tensor holding the indices of a sparse
 or nested jagged tensor (:func:`index_storages`); and a ``resize_`` that grows the storage zeroes the tensor
-(``resize_(n).zero_()``), so no step reads uninitialized memory.  Nor is a
+(``resize_(n).zero_()``), and grows only a storage that reaches the tensor's
+offset, so no step reads uninitialized memory.  Nor is a
 backward drawn into the history of a non-leaf the tensors were made from:
 its fake is an example input, whose backward raises by design.
 
@@ -337,8 +338,11 @@ def _resize(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     # Growing the storage leaves new elements uninitialized, so a growing
     # resize_ is followed by zero_(); where zero_ cannot run (an inference
     # tensor outside inference mode, a dtype without the kernel) it stays
-    # within the storage.
-    size = ch.integer(0, room + 4 if _zeroable(t) else room)
+    # within the storage.  zero_() writes the tensor's elements only: a
+    # storage that ends before the tensor's offset would grow uninitialized
+    # bytes below it too (which as_strided_ may read), so it is not grown.
+    grows = _zeroable(t) and _storage_elements(t) >= t.storage_offset()
+    size = ch.integer(0, room + 4 if grows else room)
     # (resize_ to the sizes a tensor already has does not grow a storage
     # that was shrunk under it: zeroing it then writes past its end.)
     if size > room and not reaches_past_storage(t):

@@ -904,7 +904,7 @@ def test_remake_rebuilds_the_real_side_with_the_code_that_made_the_tensors() -> 
     remade = check_faithful(t, converters=["refake"], checks=ONLY, program=program,
                             remake=empty_view_of_view_as_real)
     assert remade.outcomes[0].status == KNOWN, remade.outcomes[0].describe()
-    assert {i for i, _ in remade.outcomes[0].known} == {"behaviour-empty-dtype-view-grad-strides"}
+    assert {i for i, _ in remade.outcomes[0].known} == {"behaviour-view-as-real-backward-of-nothing"}
     strict = check_faithful(t, converters=["refake"], checks=ONLY, program=program,
                             remake=empty_view_of_view_as_real, strict=True).outcomes[0]
     assert strict.status == FAILED
@@ -940,7 +940,7 @@ def test_a_reproducer_with_a_program_remakes_its_tensors_with_its_own_lines() ->
                  .replace("check_faithful(t1", "result = check_faithful(t1"),
                  "<reproducer>", "exec"), namespace)
     outcome = namespace["result"].outcomes[0]
-    assert {i for i, _ in outcome.known} == {"behaviour-empty-dtype-view-grad-strides"}
+    assert {i for i, _ in outcome.known} == {"behaviour-view-as-real-backward-of-nothing"}
     # Without a program, the reproducer is the recipe's lines as they are.
     plain = reproducer_source(recipe, converters=["refake"], checks=["oracle"])
     assert "def tensors" not in plain and plain.startswith("import torch\n\nt0 = torch.zeros(0")

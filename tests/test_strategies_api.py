@@ -26,11 +26,13 @@ from pytest_metafidelity.strategies import (
 )
 
 
-def test_a_few_hundred_default_examples_cover_every_kind() -> None:
+def test_a_thousand_default_examples_cover_every_kind() -> None:
     seen: Counter = Counter()
 
-    # Derandomized: a fixed sample, the same on every machine.
-    @settings(max_examples=600, database=None, deadline=None, derandomize=True)
+    # Derandomized: a fixed sample, the same on every machine.  (600 was
+    # borderline: Hypothesis mutates earlier examples, so kinds come in runs;
+    # two of six random seeds missed a kind there, none of eight at 1000.)
+    @settings(max_examples=1000, database=None, deadline=None, derandomize=True)
     @given(recipes(family=None))
     def draw(recipe):
         seen[recipe.kinds[0]] += 1

@@ -531,10 +531,14 @@ OP_DIFFERENCES: list[OpDifference] = [
         attribute="raised",
         applies=_raised("view size is not compatible with input tensor", side="real"),
         converters=FAKE_TENSOR_CONVERTERS,
+        # (also where no control can be made, as for the indices of a
+        # compressed sparse tensor: every fake's view accepts them)
+        errors_decide=True,
         reason=(
             "FakeTensorMode's view succeeds for some sizes and strides eager (and the meta "
             "kernel) refuse as not viewable ('view size is not compatible with input "
-            "tensor's size and stride'), e.g. a channels_last_3d tensor with size-1 dimensions"
+            "tensor's size and stride'), e.g. a channels_last_3d tensor with size-1 "
+            "dimensions, or an expanded one (a zero stride)"
         ),
         link=UNFILED,
         reproducer=(
@@ -550,6 +554,16 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError(device)\n"
             "with FakeTensorMode():\n"
             "    assert torch.empty_strided(*args).view(-1).shape == (8,)\n"
+            "def expanded():\n"
+            "    return torch.zeros((1, 2), dtype=torch.int64).expand((2, 1, 2)).view(-1)\n"
+            "try:\n"
+            "    expanded()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'view size is not compatible' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real view of an expanded tensor')\n"
+            "with FakeTensorMode():\n"
+            "    assert expanded().shape == (4,)\n"
         ),
     ),
     OpDifference(
@@ -1522,6 +1536,38 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('real values() read')\n"
             "with FakeTensorMode():\n"
             "    values_after_inference_mul_()\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-as-strided-backward-grad-offset",
+        statement=r"\.backward\(",
+        attribute=r"storage_offset\(\)",
+        applies=lambda m, same_path: (str(m.path).endswith(".grad") and str(m.fake) == "0"
+                                      and str(m.real) != "0"),
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "backward through an as_strided view (or a view re-strided by as_strided_ under "
+            "no_grad, whose history is then an as_strided of its base) of a leaf with a "
+            "storage offset: eager's (and meta's) gradient of the base is made with the "
+            "base's storage offset, FakeTensorMode's at offset 0"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def grad_offset():\n"
+            "    s = torch.zeros(2).untyped_storage()\n"
+            "    t0 = torch.empty(0).set_(s, 1, (), ()).requires_grad_()\n"
+            "    t1 = t0[...]\n"
+            "    with torch.no_grad():\n"
+            "        t1.as_strided_((1,), (1,), 0)\n"
+            "    t1.sum().abs().backward()\n"
+            "    return t0.grad.storage_offset()\n"
+            "assert grad_offset() == 1\n"
+            "with torch.device('meta'):\n"
+            "    assert grad_offset() == 1\n"
+            "with FakeTensorMode():\n"
+            "    assert grad_offset() == 0\n"
         ),
     ),
     OpDifference(

@@ -603,13 +603,15 @@ def _empty_view_as_real_view(t: Any) -> bool:
     return is_view(t) and t.numel() == 0 and _history_has(t, "ViewAsRealBackward0")
 
 
-# A step that raised 'Tensor must have a last dimension with stride 1' on the
-# real side and nothing on the converted side, and a view of the family with
+# A step that raised 'Tensor must have a last dimension with stride 1' (or 'a
+# stride divisible by 2 for all but last dimension') on the real side and
+# nothing on the converted side, and a view of the family with
 # no elements has ViewAsRealBackward0 in its autograd history.
 behaviour_view_as_real_grad_of_nothing = _behaviour_recorded(
     "behaviour_differences",
-    lambda d: d.attribute == "raised" and "last dimension with stride 1" in d.real
-    and d.fake == "nothing",
+    lambda d: d.attribute == "raised" and d.fake == "nothing"
+    and ("last dimension with stride 1" in d.real
+         or "must have a stride divisible by 2 for all but last dimension" in d.real),
     in_family=_empty_view_as_real_view)
 
 
@@ -621,8 +623,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     reason=(
         "a converted view has one AsStridedBackward0 as autograd history, where the real "
         "view_as_real view has ViewAsRealBackward0, whose view_as_complex needs a gradient "
-        "with last stride 1: a backward bringing a zero-element view the expanded gradient "
-        "of a sum (strides 0, which contiguous() keeps for no elements) raises in eager "
+        "with last stride 1 and other strides divisible by 2: a backward bringing a "
+        "zero-element view the expanded gradient of a sum (strides 0, which contiguous() "
+        "keeps for no elements; or, once transposed, an odd stride) raises in eager "
         "(and for the same view made directly under the FakeTensorMode), not on the "
         "converted view"
     ),
@@ -651,6 +654,17 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "        assert 'last dimension with stride 1' in str(e)\n"
         '    else:\n'
         "        raise AssertionError('control backward ran')\n"
+        "x = torch.zeros(0, dtype=torch.complex64, requires_grad=True)\n"
+        "v = torch.view_as_real(x).transpose(0, 1)[0:0]\n"
+        "f = mode.from_tensor(v)\n"
+        "try:\n"
+        "    v.sum().abs().backward()\n"
+        "except RuntimeError as e:\n"
+        "    assert 'stride divisible by 2' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('real backward ran')\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()  # no error\n"
     ),
 ))
 
@@ -1403,49 +1417,155 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
-def _empty_dtype_view(t: Any) -> bool:
-    """A view with no elements and another dtype than its base
-    (view_as_real of a complex tensor, then transposed or sliced)."""
-    return t._base is not None and t._base.dtype != t.dtype and t.numel() == 0
+def _view_requiring_grad(t: Any) -> bool:
+    return t._base is not None and t.requires_grad
 
 
-def _backward_refused_odd_gradient_strides(d: StepDifference) -> bool:
+def _backward_refused_for_a_missing_kernel(d: StepDifference) -> bool:
     return ("backward" in d.source and d.attribute == "raised" and d.fake == "nothing"
-            and "Tensor must have a stride divisible by 2" in d.real)
+            and re.search(r"not implemented for '\w+'", d.real) is not None)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
-    id="behaviour-empty-dtype-view-grad-strides",
+    id="behaviour-converted-view-backward-skips-a-missing-kernel",
     check="behaviour",
     attribute=r"raised",
-    applies=_behaviour_recorded("behaviour_differences", _backward_refused_odd_gradient_strides,
-                                in_family=_empty_dtype_view),
+    applies=_behaviour_recorded("behaviour_differences", _backward_refused_for_a_missing_kernel,
+                                in_family=_view_requiring_grad),
+    converters=where(carries_real=True),
     reason=(
-        "backward through a view with no elements of view_as_real(complex), transposed or "
-        "sliced: eager's view_as_real backward takes view_as_complex of a gradient whose "
-        "strides, in a tensor with no elements, are not divisible by 2, and raises ('Tensor "
-        "must have a stride divisible by 2 for all but last dimension'); the converted view "
-        "is rebuilt from its base (as_strided), so its gradient reaches the base another "
-        "way and backward runs.  Eager's refusal moves through no memory (there are no "
-        "elements); every converter"
+        "backward through a view whose ops' backward needs a kernel eager CPU lacks for the "
+        "dtype (expand's is a sum: 'sum_cpu not implemented for ComplexHalf'): eager raises, "
+        "and so does a control made under a mode that propagates real tensors, which runs "
+        "that kernel on its real tensors; the converted view is rebuilt from its base "
+        "(as_strided), its gradient reaches the base without that kernel, and backward runs. "
+        "Without real propagation no side runs a kernel (op:kernel-missing-for-dtype)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def view():\n"
+        "    t0 = torch.zeros(1, dtype=torch.complex32, requires_grad=True)\n"
+        "    return torch.view_as_real(t0.expand((2,)))\n"
+        "try:\n"
+        "    view().sum().abs().backward()\n"
+        "except NotImplementedError as e:\n"
+        "    assert 'not implemented for' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('eager backward ran')\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(view())\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()\n"
+    ),
+))
+
+
+def _bit_view(t: Any) -> bool:
+    """A conj or neg view (its base without the bit)."""
+    return t._is_view() and (t.is_neg() or t.is_conj())
+
+
+def _regenerated_after_no_grad_in_place(d: StepDifference) -> bool:
+    """After an in-place op under no_grad, a view of the tensor reads as a
+    leaf not requiring grad on the real side (eager's regeneration of its
+    history failed: 'new_fn INTERNAL ASSERT'), as a non-leaf requiring grad
+    on the converted one."""
+    if re.search(r"^with torch\.no_grad\(\):\n\s+\w+\.\w+_\(", d.source) is None:
+        return False
+    return ((d.attribute, d.real, d.fake) in {("requires_grad", "False", "True"),
+                                             ("is_leaf", "True", "False")})
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-bit-view-regeneration-internal-assert",
+    check="behaviour",
+    attribute=r"requires_grad|is_leaf",
+    applies=_behaviour_recorded("behaviour_differences", _regenerated_after_no_grad_in_place,
+                                in_family=_bit_view),
+    converters=where(fake_tensors=False),
+    reason=(
+        "requires_grad_(True) on a neg (or conj) view of a tensor that does not require "
+        "grad, a view taken of it, then an in-place op on it under no_grad: reading the "
+        "view's is_leaf makes eager regenerate its history by replaying the view ops, "
+        "which fails ('new_fn INTERNAL ASSERT FAILED at variable.cpp') and leaves it a leaf "
+        "not requiring grad; the meta device does the same for the view made directly.  "
+        "MetaConverter rebuilds the bit view from its base with as_strided, whose replay "
+        "succeeds: a non-leaf requiring grad.  (Fake converters fail like eager.)  Eager's "
+        "internal assert is the upstream bug"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.meta_utils import MetaConverter\n"
+        "def is_leaf(t4):\n"
+        "    t4.requires_grad_(True)\n"
+        "    p1 = t4.select(1, 0)\n"
+        "    with torch.no_grad():\n"
+        "        t4.zero_()\n"
+        "    return p1.is_leaf\n"
+        "def neg_view(device='cpu'):\n"
+        "    return torch._neg_view(torch.zeros(3, 2, device=device)[1:])\n"
+        "for made in (neg_view(), neg_view('meta')):\n"
+        "    try:\n"
+        "        is_leaf(made)\n"
+        "    except RuntimeError as e:\n"
+        "        assert 'INTERNAL ASSERT FAILED' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError('is_leaf read')\n"
+        "assert is_leaf(MetaConverter()(neg_view())) is False\n"
+    ),
+))
+
+
+def _compressed_requiring_grad(t: Any) -> bool:
+    from ...strategies.tensor_facts import COMPRESSED_LAYOUTS
+
+    return layout_name(t) in COMPRESSED_LAYOUTS and t.requires_grad
+
+
+def _values_view_unreadable_after_in_place(d: StepDifference) -> bool:
+    return (d.attribute == "is_leaf" and d.real == "None" and d.fake != "None"
+            and re.search(r"\.\w+_\(", d.source) is not None)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-compressed-values-regeneration-needs-strides",
+    check="behaviour",
+    attribute=r"is_leaf",
+    applies=_behaviour_recorded("behaviour_differences", _values_view_unreadable_after_in_place,
+                                in_family=_compressed_requiring_grad),
+    converters=where(fake_tensors=True),
+    reason=(
+        "values() of a compressed sparse tensor requiring grad, then an in-place op on the "
+        "compressed tensor: reading is_leaf of the values makes eager regenerate their "
+        "history as a view of the compressed tensor, which has no strides ('Sparse CSR "
+        "tensors do not have strides'), so it cannot be read; a fake's values answer "
+        "False.  An operator difference no control shows: FakeTensorMode cannot make a "
+        "compressed tensor from its index tensors"
     ),
     link=UNFILED,
     reproducer=(
         "import torch\n"
         "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "t0 = torch.zeros(0, dtype=torch.complex64, requires_grad=True)\n"
-        "t = torch.view_as_real(t0).transpose(0, 1)[0:0]\n"
-        "mode = FakeTensorMode()\n"
-        "f = mode.from_tensor(t)\n"
+        "def is_leaf(t):\n"
+        "    p0 = t.values()\n"
+        "    t.zero_()\n"
+        "    return p0.is_leaf\n"
+        "def csr():\n"
+        "    return torch.zeros(2, 2).to_sparse_csr().requires_grad_() * 2\n"
         "try:\n"
-        "    t.sum().abs().backward()\n"
+        "    is_leaf(csr())\n"
         "except RuntimeError as e:\n"
-        "    assert 'stride divisible by 2' in str(e)\n"
+        "    assert 'do not have strides' in str(e)\n"
         "else:\n"
-        "    raise AssertionError('eager backward ran')\n"
+        "    raise AssertionError('real is_leaf read')\n"
+        "mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(csr())\n"
         "with mode:\n"
-        "    f.sum().abs().backward()\n"
-        "assert f._base.grad.shape == (0,)\n"
+        "    assert is_leaf(f) is False\n"
     ),
 ))
 

@@ -216,7 +216,7 @@ def _elements_leave_storage_bytes(t: Any) -> bool:
 
 
 def _restrided_past_carried_copy(case: Case) -> bool:
-    """A step re-strided a tensor (as_strided_, set_) whose elements leave
+    """A step re-strided a tensor (as_strided_, set_, resize_) whose elements leave
     bytes of its storage out, and its carried real tensor's values then
     differ: the carried storage holds only the elements copied at conversion
     (real-values-not-copied), and the new strides read the rest."""
@@ -227,7 +227,7 @@ def _restrided_past_carried_copy(case: Case) -> bool:
     for d in getattr(case.conversion, "behaviour_differences", ()):
         if d.attribute != "values" or not d.path.endswith(".real_tensor"):
             continue
-        if re.search(r"\.(as_strided_|set_)\(", d.source) is None:
+        if re.search(r"\.(as_strided_|set_|resize_)\(", d.source) is None:
             continue
         t = resolve(case.conversion, d.path.split(".")[0])
         if t is not None and plain_strided(t) and _elements_leave_storage_bytes(t):
@@ -244,7 +244,8 @@ ENTRIES.append(KnownDifference(
     reason=(
         "real-values-not-copied met by a program: the carried real tensor's storage holds "
         "only the elements copied at conversion (empty_strided + copy_ of the first tensor "
-        "converted on the storage), so after as_strided_ (or set_) onto bytes between or "
+        "converted on the storage), so after as_strided_ (or set_, or a resize_ that stays "
+        "within the storage) onto bytes between or "
         "past those elements, the carried tensor reads uninitialized memory where eager "
         "reads the storage's bytes"
     ),
@@ -262,6 +263,54 @@ ENTRIES.append(KnownDifference(
         "with mode:\n"
         "    f.as_strided_((2,), (1,), 0)\n"
         "assert t.tolist() == [0.5, 1.5] and f.real_tensor.tolist() != [0.5, 1.5]\n"
+    ),
+))
+
+
+def _carried_grad_at_offset_zero(case: Case) -> bool:
+    """After a backward, the carried real tensor of a base's .grad is at
+    storage offset 0 where eager's gradient is not, in a family holding a
+    tensor requiring grad at a storage offset (the base)."""
+    import torch
+
+    if not any(isinstance(t, torch.Tensor) and t.requires_grad and plain_strided(t)
+               and t.storage_offset() > 0 for t in case.family):
+        return False
+    return any(d.attribute == "storage_offset()" and d.path.endswith(".grad.real_tensor")
+               and "backward" in d.source and d.fake == "0" and d.real != "0"
+               for d in getattr(case.conversion, "behaviour_differences", ()))
+
+
+ENTRIES.append(KnownDifference(
+    id="behaviour-carried-grad-of-fake-as-strided-backward",
+    check="behaviour",
+    attribute=r"storage_offset\(\)",
+    applies=reads_record("behaviour_differences")(family_wide(_carried_grad_at_offset_zero)),
+    converters=where(carries_real=True),
+    reason=(
+        "op:fake-as-strided-backward-grad-offset seen on the carried real tensor: a base's "
+        "gradient through an as_strided view is made by FakeTensorMode at storage offset 0, "
+        "and its carried real tensor, made alongside, too; eager's is at the base's "
+        "offset.  No control shows it: a tensor set_() onto a storage at an offset cannot "
+        "be made under a mode that propagates real tensors (the storage is a meta one)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def backward(t1):\n"
+        "    with torch.no_grad():\n"
+        "        t1.as_strided_((1,), (1,), 0)\n"
+        "    t1.sum().abs().backward()\n"
+        "t0 = torch.empty(0).set_(torch.zeros(2).untyped_storage(), 1, (), ()).requires_grad_()\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(t0[...])\n"
+        "backward(t0[...])\n"
+        "with mode:\n"
+        "    backward(f)\n"
+        "assert t0.grad.storage_offset() == 1\n"
+        "assert f._base.grad.storage_offset() == 0 == f._base.grad.real_tensor.storage_offset()\n"
     ),
 ))
 
