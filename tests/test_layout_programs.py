@@ -448,6 +448,17 @@ def test_what_an_eighth_long_run_met_is_registered(lines: tuple[str, ...], progr
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by a seventh 30-minute run (--hypothesis-seed=20261213, stop 36); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("t0 = torch.arange(2.)", "t0.requires_grad_()", "t1 = t0[0:0:1].as_strided((), (), 1)"),
+     "t1.sum().abs().backward()", "fake-real",
+     {"behaviour-as-strided-of-a-view-grad-reaches-the-base"}),
+])
+def test_what_a_ninth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                  converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

@@ -724,6 +724,55 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _as_strided_of_a_view(t: Any) -> bool:
+    """An as_strided view taken of another view (not straight from the
+    leaf): its AsStridedBackward0's input is no AccumulateGrad."""
+    fn = t.grad_fn
+    if type(fn).__name__ != "AsStridedBackward0":
+        return False
+    inputs = [type(n).__name__ for n, _ in fn.next_functions if n is not None]
+    return bool(inputs) and "AccumulateGrad" not in inputs
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-as-strided-of-a-view-grad-reaches-the-base",
+    check="behaviour",
+    attribute=r"values",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "values" and d.path.endswith(".grad.real_tensor"),
+        in_family=_as_strided_of_a_view),
+    converters=where(carries_real=True),
+    reason=(
+        "as_strided of a view (t0[0:0].as_strided((), (), 1)) may read base elements the "
+        "view does not hold; eager's as_strided backward gives the gradient to the view's "
+        "own elements only (none here), so the base's .grad stays 0 there.  The converted "
+        "view is rebuilt as one as_strided of the base, skipping the view between: the "
+        "gradient reaches those base elements, and the real tensor a fake carries gets a "
+        ".grad of other values (a control made under the mode keeps the view between and "
+        "agrees with eager)"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "import torch._functorch.config as functorch_config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def view():\n"
+        "    base = torch.arange(2.0, requires_grad=True)\n"
+        "    return base[0:0].as_strided((), (), 1)\n"
+        "v = view()\n"
+        "v.sum().abs().backward()\n"
+        "assert v._base.grad.tolist() == [0.0, 0.0]\n"
+        "with functorch_config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(view())\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()\n"
+        "assert f._base.grad.real_tensor.tolist() == [0.0, 1.0]\n"
+    ),
+))
+
+
 def _conj_view(t: Any) -> bool:
     from ...strategies.tensor_facts import is_view
 
