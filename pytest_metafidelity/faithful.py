@@ -72,11 +72,22 @@ def check_faithful(
     if remake is not None and not callable(remake):
         raise TypeError(f"remake={remake!r} must be a function that makes the tensors again "
                         "(called with no arguments), or None")
+    converters, order = _validated(tensors, converters, checks, order)
     if programs:
         if program is not None:
             raise ValueError("give program= (one program) or programs=N (random ones), not both")
         return _check_with_programs(tensors, programs, converters=converters, checks=checks,
                                     order=order, strict=strict, remake=remake)
+    return _check_once(tensors, converters, checks, order, strict, program,
+                       _remade_by(remake, tensors))
+
+
+def _validated(tensors: Sequence["torch.Tensor"], converters: Sequence[str] | str | None,
+               checks: Sequence[str] | None, order: Sequence[int] | None
+               ) -> tuple[list[str], list[int]]:
+    """The converters (a name: a list of it; None: every one this torch
+    can run) and the order (None: as given), once they and the checks are
+    known to be valid (else a ValueError naming the bad value)."""
     if isinstance(converters, str):
         converters = [converters]
     converters = list(converters or available_converters())
@@ -87,18 +98,21 @@ def check_faithful(
     order = list(range(len(tensors))) if order is None else list(order)
     if sorted(order) != list(range(len(tensors))):
         raise ValueError(f"order={order!r} must be a permutation of 0..{len(tensors) - 1}")
+    return converters, order
 
-    recipe: "Recipe | Exception"
-    try:
-        recipe = recipe_for(tensors)
-        names = recipe.outputs
-    except Exception as e:  # a tensor the describer cannot read: no reproducer
-        release_frames(e)
-        recipe, names = e, tuple(f"t{i}" for i in range(len(tensors)))
+
+def _check_once(tensors: Sequence["torch.Tensor"], converters: list[str],
+                checks: Sequence[str] | None, order: list[int], strict: bool,
+                program: "Program | str | None", remade_by: FunctionRecipe | None
+                ) -> FidelityResult:
+    """``check_faithful`` with one program (or none), its arguments
+    validated (:func:`_validated`); ``remade_by``: ``remake`` checked
+    (:func:`_remade_by`)."""
+    recipe, names = _recipe_and_names(tensors)
     if program is not None:
         program = as_program(program, names)
     rebuilt_by: "Recipe | FunctionRecipe | None" = (
-        _checked_remake(remake, tensors, names) if remake is not None
+        remade_by if remade_by is not None
         else None if isinstance(recipe, Exception) else recipe)
     outcomes = []
     for name in converters:
@@ -108,6 +122,25 @@ def check_faithful(
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
         program, strict))
+
+
+def _recipe_and_names(tensors: Sequence["torch.Tensor"]
+                      ) -> tuple["Recipe | Exception", tuple[str, ...]]:
+    """The tensors' recipe and names (a tensor the describer cannot read:
+    the error, no reproducer, and the names t0, t1, ...)."""
+    try:
+        recipe = recipe_for(tensors)
+        return recipe, recipe.outputs
+    except Exception as e:
+        release_frames(e)
+        return e, tuple(f"t{i}" for i in range(len(tensors)))
+
+
+def _remade_by(remake: Callable[[], Any] | None,
+               tensors: Sequence["torch.Tensor"]) -> FunctionRecipe | None:
+    if remake is None:
+        return None
+    return _checked_remake(remake, tensors, _recipe_and_names(tensors)[1])
 
 
 def _checked_remake(remake: Callable[[], Any], tensors: Sequence["torch.Tensor"],
@@ -264,8 +297,10 @@ def _internal_error(converter: str, where: str, error: Exception) -> Outcome:
     return Outcome(converter, INTERNAL, internal_errors=[InternalError(where, error)])
 
 
-def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *, seed: int = 0,
-                         **kwargs: Any) -> FidelityResult:
+def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *,
+                         converters: list[str], checks: Sequence[str] | None,
+                         order: list[int], strict: bool,
+                         remake: Callable[[], Any] | None, seed: int = 0) -> FidelityResult:
     """``check_faithful(..., programs=n)``: the tensors checked once with the
     selected checks; then each of ``n`` seeded programs
     (:func:`~.strategies.programs.seeded_programs`, the same programs every
@@ -276,14 +311,14 @@ def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *, seed: int
     the first result's outcomes as known differences."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"programs={n!r} must be a non-negative int")
-    result = check_faithful(*tensors, **kwargs)
+    remade_by = _remade_by(remake, tensors)  # (checked once, not once per program)
+    result = _check_once(tensors, converters, checks, order, strict, None, remade_by)
     if not result.ok:
         return result
-    behaviour_only = {**kwargs, "checks": ["behaviour"]}
     for program in seeded_programs(tuple(tensors), n, seed=seed):
         if not program.steps:
             break  # programs do not apply to these tensors (program.reason)
-        run = check_faithful(*tensors, program=program, **behaviour_only)
+        run = _check_once(tensors, converters, ["behaviour"], order, strict, program, remade_by)
         if not run.ok:
             return run
         for base, extra in zip(result.outcomes, run.outcomes):

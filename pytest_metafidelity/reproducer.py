@@ -48,9 +48,7 @@ def reproducer_source(
         steps = ("\nfrom pytest_metafidelity.strategies.programs import Program\n"
                  f"program = Program.parse({_quoted(program.source)}, "
                  f"inputs={list(program.inputs)!r})\n")
-        extra += ", program=program"
-    if steps:
-        extra += ", remake=tensors"
+        extra += ", program=program, remake=tensors"
     epilogue = (
         f"{steps}\n" + converter_imports(converters)
         + "from pytest_metafidelity import assert_faithful\n"

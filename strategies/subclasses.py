@@ -451,12 +451,9 @@ def _njt_unavailable() -> str | None:
       unavailable=_njt_unavailable, cost_ms=18)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     # Requiring grad is a choice of its own, drawn first (half the examples,
-    # not one case in five, shrinking to False); such a tensor is made from
-    # values and offsets (made from a list, with lengths, or transposed, its
-    # backward meets other errors in eager and on fakes, not registered yet).
+    # not one case in five, shrinking to False); any construction may.
     requires_grad = draw(st.booleans())
-    case = "offsets" if requires_grad else draw(st.sampled_from(
-        ["offsets", "lengths", "from_list", "transposed"]))
+    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed"]))
     event(f"nested_jagged: {case}" + (", requiring grad" if requires_grad else ""))
     dtype = draw(cfg.dtypes.filter(grad_capable) if requires_grad else cfg.dtypes)
     device = draw(cfg.devices)
@@ -470,7 +467,8 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
     if case == "from_list":
         parts = [fill_expr(max(n, 0) * math.prod(inner), dtype, device) + f".reshape({(n, *inner)})"
                  for n in lengths]
-        made = b.try_let(f"torch.nested.nested_tensor([{', '.join(parts)}], layout=torch.jagged)")
+        grad = ", requires_grad=True" if requires_grad else ""
+        made = b.try_let(f"torch.nested.nested_tensor([{', '.join(parts)}], layout=torch.jagged{grad})")
         assume(made is not None)
         return [made]  # type: ignore[list-item]
     values_shape = (total, *inner)

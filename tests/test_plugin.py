@@ -176,6 +176,26 @@ def test_xdist_aggregates_and_same_seed_gives_same_cases(pytester: pytest.Pytest
     assert serial["environment"]["torch"].startswith("2.")
 
 
+def test_each_item_of_a_kind_draws_its_own_examples_under_a_forced_seed(
+        pytester: pytest.Pytester) -> None:
+    """Under --hypothesis-seed every item's first round has a seed of its
+    own: the items of a kind (one per converter) would otherwise draw the
+    same examples, as they share one inner test function.  The same seed
+    still draws the same examples for each item, run after run."""
+    def digests(name: str) -> dict[str, str]:
+        path = pytester.path / name
+        result = pytester.runpytest_subprocess(
+            "--metafidelity", "--metafidelity-kinds=dense",
+            "--metafidelity-converters=fake,refake", "--metafidelity-examples=4",
+            "--hypothesis-seed=7", f"--metafidelity-report={path}", *FAST[1:])
+        result.assert_outcomes(passed=2)
+        return {i["converter"]: i["cases_digest"] for i in json.loads(path.read_text())["items"]}
+
+    first = digests("first.json")
+    assert first["fake"] != first["refake"]
+    assert digests("again.json") == first
+
+
 def test_options_from_ini_and_environment(pytester: pytest.Pytester) -> None:
     pytester.makeini(
         """

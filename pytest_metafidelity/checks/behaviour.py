@@ -21,7 +21,9 @@ Differences already present before the first step are the instantaneous
 checks' business (and the known differences'): only the differences a step
 introduces count.  A step on tensors that a known difference already
 separates, and that then differs, follows from it
-(``behaviour-follows-known-difference``) -- except where that difference is
+(``behaviour-follows-known-difference``; what a step made or changed carries
+the difference on, and an in-place step changes every view of the same
+base as the tensors it names, their histories too) -- except where that difference is
 only a storage's size and the step does not depend on the storage's extent
 (no ``as_strided``, ``set_``, ``resize_`` or storage access): a backward's
 gradient or a view's shape cannot follow from it; nor, where it is only a
@@ -598,7 +600,7 @@ def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program:
             found = _classify(conv, recipe, names, program, k, differs, run.real.namespace)
             break
         if ids:  # what the step made or changed carries the known difference on
-            for n in _names_in(step, run.real.live):
+            for n in _changed_by(step, run.real):
                 known.setdefault(n, set()).update(ids)
     after = snapshots.capture(names, tuple(conv.real))
     for m in snapshots.compare(before, after):
@@ -670,6 +672,28 @@ def _names_in(step: Any, names: Any) -> list[str]:
 
     words = set(re.findall(r"[A-Za-z_]\w*", step.source))
     return [n for n in names if n in words]
+
+
+def _changed_by(step: Any, side: Side) -> list[str]:
+    """The live names that the step mentions (or binds) and, where it calls
+    an in-place method, every live view of the same base as one of those:
+    an in-place op on a view rewrites its base's autograd history
+    (``CopySlices``), and so that of the base's other views."""
+    import re
+
+    named = _names_in(step, side.live)
+    if not re.search(r"\.\w+_\(", step.source):
+        return named
+    roots = {id(_view_root(side.namespace[n])) for n in named}
+    return named + [n for n in side.live if n not in named
+                    and id(_view_root(side.namespace[n])) in roots]
+
+
+def _view_root(t: Any) -> Any:
+    from ..strategies.tensor_facts import base_of
+
+    base = base_of(t)
+    return t if base is None else base
 
 
 def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatch],

@@ -416,7 +416,8 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="unchecked-internal-overlap",
-        statement=IN_PLACE_CALL,
+        # (backward accumulates into a leaf's .grad in place)
+        statement=IN_PLACE_CALL + r"|\.backward\(",
         attribute="raised",
         applies=_raised("refers? to a single memory location", side="real"),
         reason=(
@@ -424,7 +425,9 @@ OP_DIFFERENCES: list[OpDifference] = [
             "(a zero stride: 'unsupported operation: more than one element of the written-to "
             "tensor refers to a single memory location'), or that overlaps its input (copy_: "
             "'some elements of the input tensor and the written-to tensor refer to a single "
-            "memory location'); meta kernels and fake impls do not check for overlap"
+            "memory location'); meta kernels and fake impls do not check for overlap. "
+            "backward() accumulates a gradient into a leaf's existing .grad in place, so a "
+            ".grad with a zero stride is refused the same way"
         ),
         link=BY_DESIGN,
         reproducer=(
@@ -439,6 +442,18 @@ OP_DIFFERENCES: list[OpDifference] = [
             "torch.zeros(1, device='meta').expand(3).mul_(2)\n"
             "with FakeTensorMode():\n"
             "    torch.zeros(1).expand(3).mul_(2)\n"
+            "def backward_into_a_zero_stride_grad():\n"
+            "    x = torch.zeros(3, requires_grad=True)\n"
+            "    x.grad = torch.zeros(1).expand(3)\n"
+            "    x.sum().abs().backward()\n"
+            "try:\n"
+            "    backward_into_a_zero_stride_grad()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'more than one element of the written-to tensor' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('real accumulated')\n"
+            "with FakeTensorMode():\n"
+            "    backward_into_a_zero_stride_grad()\n"
         ),
     ),
     OpDifference(
@@ -1631,6 +1646,73 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    before = fv._version\n"
             "    torch.autograd.graph.increment_version(f)\n"
             "    assert fv._version == before\n"
+        ),
+    ),
+    OpDifference(
+        id="view-of-unbacked-size-assumes-its-value",
+        statement=r"\.(view|reshape|flatten)\(",
+        attribute=r"shape|stride\(\)|numel\(\)|is_contiguous\(\)|raised",
+        applies=_raised("data-dependent expression", side="fake"),
+        converters=where(symbolic=True),
+        reason=(
+            "a view of a tensor with an unbacked size (the components unbind() gives of a "
+            "transposed nested jagged tensor: sizes u0, u1): to decide the view, the fake "
+            "assumes the size's value (view(-1) of a (s0, u0) tensor: u0 == 1, recorded as a "
+            "runtime assertion Eq(u0, 1) that compiled code checks), and from then on the "
+            "tensor's size reads as that value, where eager's is another (0); or, where it "
+            "cannot assume, it raises ('Could not guard on data-dependent expression 2*u0 < "
+            "2'); unbacked semantics by design: the assumption holds or the compiled program "
+            "raises"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "def program():\n"
+            "    t = torch.nested.nested_tensor_from_jagged(torch.zeros(1, 2), "
+            "torch.tensor([0, 0, 1])).transpose(1, 2)\n"
+            "    p = t.unbind()[0]\n"
+            "    return tuple(p.view(-1).shape), p\n"
+            "assert program()[0] == (0,)\n"
+            "with FakeTensorMode(shape_env=ShapeEnv()):\n"
+            "    shape, p = program()\n"
+            "    assert len(shape) == 1 and p.shape[1] == 1  # assumed, not 0\n"
+        ),
+    ),
+    OpDifference(
+        id="nested-retained-grad-data-dependent-guard",
+        statement=r"\.backward\(",
+        attribute="raised",
+        applies=_raised("data-dependent expression", side="fake"),
+        converters=where(symbolic=True),
+        reason=(
+            "a backward reaching a nested jagged tensor made with lengths (a non-contiguous "
+            "one) that retains its grad: the gradient is made as a nested jagged tensor like "
+            "it, and with symbolic sizes the fake guards on whether its two ragged sizes "
+            "(unbacked: from offsets and from lengths) are equal ('Could not guard on "
+            "data-dependent expression Ne(u1, u0)', or 'Could not extract specialized "
+            "integer from data-dependent expression u0'); eager runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "def program():\n"
+            "    v = torch.zeros(1, requires_grad=True)\n"
+            "    t = torch.nested.nested_tensor_from_jagged(v, torch.tensor([0, 0, 1]), "
+            "torch.tensor([0, 0]))\n"
+            "    t.retain_grad()\n"
+            "    t.values().sum().abs().backward()\n"
+            "program()\n"
+            "with FakeTensorMode(shape_env=ShapeEnv()):\n"
+            "    try:\n"
+            "        program()\n"
+            "    except Exception as e:\n"
+            "        assert 'Could not guard on data-dependent' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('fake backward ran')\n"
         ),
     ),
 ]

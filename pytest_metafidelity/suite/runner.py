@@ -153,7 +153,9 @@ def fidelity_test(run: SuiteRun | None = None, nodeid: str = "") -> Any:
     run.database_key(nodeid)  # now: HypoFuzz re-keys the function after collection
     if run.budget is None:
         assert run.options is not None and run.options.examples is not None
-        return item_settings(run, run.options.examples)(given(data=st.data())(test_fidelity))
+        # The item's own seed, as in a budget's rounds (below).
+        test = seed(round_seed(_base_seed(run), nodeid, 0))(given(data=st.data())(test_fidelity))
+        return item_settings(run, run.options.examples)(test)
     return _budget_rounds(run, nodeid, test_fidelity)
 
 
@@ -176,7 +178,7 @@ def _budget_rounds(run: SuiteRun, nodeid: str, inner: Callable[..., None]) -> An
         # Every round has the item's own seed, the first too: under a forced
         # or derandomized seed, Hypothesis would give every item the same
         # random stream (they share one inner function), so the items of a
-        # kind -- one per converter -- would draw the same first examples,
+        # kind -- one per converter -- would draw the same examples,
         # and a fault that needs an example other than the simplest (a
         # wrapper requiring grad) would wait for the rounds.
         test = seed(round_seed(base_seed, nodeid, number))(given(data=st.data())(inner))
