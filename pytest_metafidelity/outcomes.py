@@ -30,6 +30,12 @@ Statuses, per converter:
     not a finding about torch.  ``internal_errors`` holds each error with
     its traceback; no known difference can explain it, and it fails in
     every mode.
+
+A suite run counts two more endings of an example (:data:`ENDINGS`): it
+``crashed`` (killed its process) or ``hung`` (outlived the time limit).  A
+suite item's outcome is pytest's (:data:`ITEM_OUTCOMES`).  These spellings
+are the only ones: the terminal table, the JSON report and the HTML page
+use them all.
 """
 
 from __future__ import annotations
@@ -45,6 +51,12 @@ XPASS, INTERNAL = "unexpectedly-passing", "internal-error"
 STATUSES = (PASSED, FAILED, UNSUPPORTED, KNOWN, XPASS, INTERNAL)
 # The statuses that make a result not ok.
 FAILING = (FAILED, INTERNAL)
+# What an example of a suite run ends in: a status, or its process died.
+CRASHED, HUNG = "crashed", "hung"
+ENDINGS = (*STATUSES, CRASHED, HUNG)
+# A suite item's outcome (pytest's, and xdist's "error"), worst first.
+ERROR, SKIPPED = "error", "skipped"
+ITEM_OUTCOMES = (CRASHED, HUNG, FAILED, ERROR, PASSED, SKIPPED)
 
 
 @dataclasses.dataclass

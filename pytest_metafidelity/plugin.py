@@ -30,6 +30,7 @@ import pytest
 
 from . import options as _options
 from . import shards as _shards
+from .outcomes import FAILED
 
 if TYPE_CHECKING:
     from .options import SuiteOptions
@@ -182,7 +183,7 @@ class FidelitySession:
                 sched.mark_test_pending(crashitem)
             report.nodeid = entry.nodeid
         tally = Counter({"examples": entry.example + 1, record["status"]: 1})
-        item = item_record(entry.nodeid, entry.kind, entry.converter, tally, "failed", [], "",
+        item = item_record(entry.nodeid, entry.kind, entry.converter, tally, FAILED, [], "",
                            crashes=[record])
         report.user_properties.append((PROPERTY, json.dumps(item)))
         report.longrepr = (f"{crashes.describe(record)} in example {entry.example + 1} of "

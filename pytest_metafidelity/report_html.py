@@ -3,6 +3,6 @@
 
 from __future__ import annotations
 
-from .report.html_page import CSS, SCRIPT, STATUS_COLUMN, STATUSES, cell_status, render
+from .report.html_page import CSS, SCRIPT, STATUSES, cell_status, render
 
-__all__ = ["CSS", "SCRIPT", "STATUS_COLUMN", "STATUSES", "cell_status", "render"]
+__all__ = ["CSS", "SCRIPT", "STATUSES", "cell_status", "render"]

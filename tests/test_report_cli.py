@@ -146,6 +146,23 @@ def test_page_shows_every_section_and_loads_nothing(tmp_path: Path) -> None:
     assert "<script>alert(1)" not in report_html.render(one)
 
 
+def test_the_table_the_json_and_the_page_spell_each_status_one_way() -> None:
+    """One vocabulary (``outcomes``): the count columns of the JSON report
+    and the terminal table, and the statuses the HTML page shows."""
+    from pytest_metafidelity.outcomes import ENDINGS, ITEM_OUTCOMES, KNOWN, STATUSES
+
+    assert COLUMNS == (*ENDINGS, "examples") and set(STATUSES) <= set(ENDINGS)
+    one, two = _shard_docs()
+    one["items"][1]["counts"]["known-difference"] = 1
+    doc = report_merge.merge([one, two])
+    page = report_html.render(doc)
+    shown = set(re.findall(r'data-status="([^"]+)"', page))
+    assert KNOWN in shown and shown <= {*ENDINGS, "not run"}, shown
+    assert {i["outcome"] for i in doc["items"]} <= set(ITEM_OUTCOMES)
+    header = report_merge.table(doc).splitlines()[0].split()
+    assert [c for c in header if c in ENDINGS] == list(ENDINGS)
+
+
 # --- end to end --------------------------------------------------------------
 
 SMALL = ["--metafidelity", "--metafidelity-kinds=dense,view,conj_neg,sparse_coo",

@@ -13,6 +13,7 @@ import statistics
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ..outcomes import PASSED
 from .records import COLUMNS
 from .tables import table, unique_by_signature
 
@@ -93,7 +94,7 @@ class Collector:
         median = statistics.median(i["counts"]["examples"] for i in self.items)
         # A failed item stopped early on purpose: it had what it needed.
         found = {i["nodeid"]: starved(i.get("spending"), i["counts"]["examples"], median)
-                 for i in self.items if i.get("outcome") == "passed"}
+                 for i in self.items if i.get("outcome") == PASSED}
         return {nodeid: why for nodeid, why in found.items() if why}
 
     def unique_failures(self) -> list[dict[str, Any]]:

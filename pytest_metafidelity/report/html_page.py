@@ -16,46 +16,45 @@ import html
 from collections import Counter
 from typing import Any
 
+from ..outcomes import CRASHED, ERROR, FAILED, HUNG, INTERNAL, KNOWN, PASSED, UNSUPPORTED
 from .merge import merge
 from .tables import columns
 
-# The outcome a heat-map cell shows, worst first, with its colour.
+# A cell of an item that no report ran.
+NOT_RUN = "not run"
+# The outcome a heat-map cell shows, worst first, with its colour; each is
+# also the count column the cell shows (its count / examples).
 STATUSES = (
-    ("crashed", "#6b1f7a"),
-    ("hung", "#b5531c"),
-    ("internal error", "#283593"),
-    ("failed", "#c62828"),
-    ("known difference", "#e0b000"),
-    ("unsupported", "#9e9e9e"),
-    ("passed", "#2e7d32"),
-    ("not run", "#ffffff"),
+    (CRASHED, "#6b1f7a"),
+    (HUNG, "#b5531c"),
+    (INTERNAL, "#283593"),
+    (FAILED, "#c62828"),
+    (KNOWN, "#e0b000"),
+    (UNSUPPORTED, "#9e9e9e"),
+    (PASSED, "#2e7d32"),
+    (NOT_RUN, "#ffffff"),
 )
-
-
-# The count column behind each outcome (a cell shows its count / examples).
-STATUS_COLUMN = {"crashed": "crashed", "hung": "hung", "internal error": "internal-error",
-                 "failed": "failed",
-                 "known difference": "known-difference", "unsupported": "unsupported",
-                 "passed": "passed"}
+# Light backgrounds: their labels are dark.
+_LIGHT = (KNOWN, NOT_RUN)
 
 
 def cell_status(item: dict[str, Any] | None) -> str:
     """The one outcome a heat-map cell shows for an item."""
     if item is None:
-        return "not run"
+        return NOT_RUN
     counts = item.get("counts", {})
-    for status in ("crashed", "hung"):
+    for status in (CRASHED, HUNG):
         if counts.get(status, 0) or item.get("outcome") == status:
             return status
-    if counts.get("internal-error", 0):
-        return "internal error"
-    if counts.get("failed", 0) or item.get("outcome") in ("failed", "error"):
-        return "failed"
-    if counts.get("known-difference", 0):
-        return "known difference"
-    if counts.get("unsupported", 0) and not counts.get("passed", 0):
-        return "unsupported"
-    return "passed"
+    if counts.get(INTERNAL, 0):
+        return INTERNAL
+    if counts.get(FAILED, 0) or item.get("outcome") in (FAILED, ERROR):
+        return FAILED
+    if counts.get(KNOWN, 0):
+        return KNOWN
+    if counts.get(UNSUPPORTED, 0) and not counts.get(PASSED, 0):
+        return UNSUPPORTED
+    return PASSED
 
 
 def _e(value: Any) -> str:
@@ -136,23 +135,23 @@ def _heatmap(doc: dict[str, Any]) -> str:
             status = cell_status(item)
             colour = dict(STATUSES)[status]
             if item is None:
-                cells.append(f'<td class="cell status-not-run" data-status="not run">-</td>')
+                cells.append(f'<td class="cell status-{_slug(NOT_RUN)}" '
+                             f'data-status="{_e(NOT_RUN)}">-</td>')
                 continue
             counts = item.get("counts", {})
             title = f"{kind} through {converter}: {status}; " + ", ".join(
                 f"{c} {counts.get(c, 0)}" for c in columns([item]) if counts.get(c, 0))
-            column = STATUS_COLUMN[status]
             starved = item.get("starved") or ""
             if starved:
                 title += f"; {starved}"
             cells.append(
                 f'<td class="cell status-{_slug(status)}{" starved" if starved else ""}" '
                 f'data-status="{_e(status)}" style="background:{colour}" title="{_e(title)}">'
-                f'{_e(status)}<br>{counts.get(column, 0)}/{counts.get("examples", 0)} ex'
+                f'{_e(status)}<br>{counts.get(status, 0)}/{counts.get("examples", 0)} ex'
                 f'{"<br><b>starved</b>" if starved else ""}</td>')
         rows.append(f'<tr><th class="kind">{_e(kind)}</th>{"".join(cells)}</tr>')
     legend = "".join(
-        f'<span data-status="{_e(s)}" style="background:{c};color:{"#222" if s in ("known difference", "not run") else "#fff"}">{_e(s)}</span>'
+        f'<span data-status="{_e(s)}" style="background:{c};color:{"#222" if s in _LIGHT else "#fff"}">{_e(s)}</span>'
         for s, c in STATUSES)
     return (f'<div class="legend">{legend}</div>'
             f'<table id="heatmap"><thead><tr><th>kind \\ converter</th>{head}</tr></thead>'

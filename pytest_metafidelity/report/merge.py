@@ -17,11 +17,12 @@ import json
 from collections import Counter
 from typing import Any
 
+from ..outcomes import ITEM_OUTCOMES, PASSED
 from . import tables
 from .tables import columns, unique_by_signature
 
 # Worst first: the outcome of an item that several reports ran.
-OUTCOME_ORDER = ("crashed", "hung", "failed", "error", "passed", "skipped")
+OUTCOME_ORDER = ITEM_OUTCOMES
 
 
 def load(path: str) -> dict[str, Any]:
@@ -53,7 +54,7 @@ def _combine(into: dict[str, Any], item: dict[str, Any]) -> None:
     counts = Counter(into["counts"])
     counts.update(item.get("counts", {}))
     into["counts"] = dict(counts)
-    into["outcome"] = _worst(into.get("outcome", "passed"), item.get("outcome", "passed"))
+    into["outcome"] = _worst(into.get("outcome", PASSED), item.get("outcome", PASSED))
     for field in ("failures", "crashes", "unexpectedly_passing"):
         into[field] = into.get(field, []) + item.get(field, [])
     known = Counter(into.get("known_differences", {}))

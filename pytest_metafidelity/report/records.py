@@ -14,13 +14,15 @@ import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from ..outcomes import ENDINGS
+
 if TYPE_CHECKING:
     from ..faithful import FidelityError, Outcome
     from ..suite.runner import ExampleCrashed
 
 PROPERTY = "metafidelity"
-COLUMNS = ("passed", "failed", "unsupported", "known-difference", "unexpectedly-passing",
-           "internal-error", "crashed", "hung", "examples")
+# An item's count columns: examples per ending, then all its examples.
+COLUMNS = (*ENDINGS, "examples")
 
 
 def _errors_of(exc: BaseException | None, cls: type) -> list[Any]:

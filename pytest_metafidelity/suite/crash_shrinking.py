@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..child import Ending
+from ..outcomes import HUNG
 
 if TYPE_CHECKING:
     from ..options import SuiteOptions
@@ -92,7 +93,7 @@ def zygote_main() -> None:
 
 def same_ending(record: dict[str, Any], ending: Ending) -> bool:
     """Did a candidate end the way the recorded crash did?"""
-    if record["status"] == "hung":
+    if record["status"] == HUNG:
         return ending.hung
     if record.get("signal"):
         return ending.signal == record["signal"]

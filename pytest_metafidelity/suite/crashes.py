@@ -17,9 +17,8 @@ import re
 import signal as signals
 from typing import Any
 
+from ..outcomes import CRASHED, HUNG
 from .journal import Remains
-
-CRASHED, HUNG = "crashed", "hung"
 
 # faulthandler's words for the fatal signals it reports.
 _FAULTHANDLER_SIGNALS = {

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..outcomes import CRASHED, HUNG
+
 if TYPE_CHECKING:
     import pytest
 
@@ -54,8 +56,8 @@ class Progress:
         self.items += 1
         self.examples += counts.get("examples", 0)
         self.failed += 1 if record.get("failures") else 0
-        self.crashed += counts.get("crashed", 0)
-        self.hung += counts.get("hung", 0)
+        self.crashed += counts.get(CRASHED, 0)
+        self.hung += counts.get(HUNG, 0)
         now = self.clock()
         if now - self.last_printed >= self.interval:
             self.last_printed = now
