@@ -154,6 +154,24 @@ def test_a_crash_in_a_check_the_behaviour_check_reads_is_its_internal_error(
     assert error.check == "behaviour" and isinstance(error.error, IndexError)
 
 
+def test_a_crash_rebuilding_the_real_side_is_an_internal_error_not_no_program(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only torch refusing the recipe's code means the program cannot run
+    (or that no control can be built); a crash of our own code copying or
+    comparing the rebuilt tensors is the check's internal error."""
+    from pytest_metafidelity.checks import behaviour
+
+    def broken(originals: Any, copies: Any, names: Any) -> None:
+        raise KeyError("a bug copying storages")
+
+    monkeypatch.setattr(behaviour, "_copy_bytes", broken)
+    outcome = check_faithful(torch.ones(2), converters=["fake"], checks=["behaviour"],
+                             program="t0.add_(1)").outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "behaviour" and isinstance(error.error, KeyError)
+
+
 def test_assert_faithful_raises_chained_to_the_checks_error(crashy: str) -> None:
     with pytest.raises(FidelityError) as info:
         assert_faithful(torch.ones(2), converters=["meta"], checks=[crashy])

@@ -422,11 +422,14 @@ def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence
 
 def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
     """Copies of the user's tensors (the real side), or None when the recipe
-    does not rebuild them faithfully."""
+    does not rebuild them faithfully: torch refuses to run it again, or it
+    makes other tensors.  What comparing them raises is our error, and
+    propagates (an internal error of the check, never "no program")."""
     try:
-        copies, _ = rebuilt_or_why(recipe, originals, names)
-    except Exception:  # not rebuilt, or not comparable: no copies
+        made = recipe.build()
+    except Exception:  # torch refused the recipe's code
         return None
+    copies, _ = _as_copies(made, originals, names)
     return copies
 
 
@@ -434,7 +437,11 @@ def rebuilt_or_why(recipe: Any, originals: Sequence[Any], names: Sequence[str]
                    ) -> tuple[Any, str | None]:
     """(copies, None), or (None, how the copies ``recipe`` made differ from
     ``originals``); what building or reading them raises propagates."""
-    copies = recipe.build()
+    return _as_copies(recipe.build(), originals, names)
+
+
+def _as_copies(copies: Any, originals: Sequence[Any], names: Sequence[str]
+               ) -> tuple[Any, str | None]:
     if len(copies) != len(originals):
         return None, f"{len(copies)} tensors made, {len(originals)} given"
     _copy_bytes(originals, copies, names)
@@ -860,9 +867,9 @@ def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
         with quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
                                                                  False)))
-        copies = rebuild(recipe, conv.real, recipe.outputs)
-    except Exception:
+    except Exception:  # torch refused the recipe's code under the mode (or on meta)
         return None
+    copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return None
     reader = _ReadAs(conv.converter)
