@@ -34,11 +34,14 @@ import contextlib
 import dataclasses
 import logging
 import os
-from typing import Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .crash_guards import (ConversionCrash, known_crash, refuse_crashing_copy,
                            refuse_crashing_item_read)
 from .strategies.tensor_facts import COMPRESSED_LAYOUTS, any_grad, family_of
+
+if TYPE_CHECKING:
+    import torch
 
 
 class _QuietTraceLog:
@@ -120,7 +123,7 @@ class Converter:
     refakes = False
     functional = False
 
-    def convert(self, t: Any) -> Any:
+    def convert(self, t: torch.Tensor) -> torch.Tensor:
         try:
             with _quiet_trace_log():
                 r = self._convert(t)
@@ -140,7 +143,7 @@ class Converter:
             raise Unsupported(f"{type(self).__name__} returned NotImplemented")
         return r
 
-    def _convert(self, t: Any) -> Any:  # pragma: no cover - abstract
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def close(self) -> None:
@@ -151,7 +154,7 @@ class Converter:
         check converts through one to see converted tensors released)."""
         return type(self)()
 
-    def fake_device(self, real: Any) -> Any:
+    def fake_device(self, real: torch.Tensor) -> torch.device:
         """The device a converted tensor must report for ``real``: fake
         tensors report the real device; meta tensors report ``meta``."""
         return real.device
@@ -172,10 +175,10 @@ class MetaConverterAdapter(Converter):
 
         self.impl: Any = MetaConverter()
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         return self.impl(t)
 
-    def fake_device(self, real: Any) -> Any:
+    def fake_device(self, real: torch.Tensor) -> torch.device:
         import torch
 
         return torch.device("meta")
@@ -208,7 +211,7 @@ def _fake_mode(*, dynamic: bool, real: bool = False, shape_env: Any = None) -> A
     return mode
 
 
-def _from_tensor(mode: Any, t: Any, **kwargs: Any) -> Any:
+def _from_tensor(mode: Any, t: torch.Tensor, **kwargs: Any) -> torch.Tensor:
     """``mode.from_tensor`` without structured-trace logging where supported."""
     try:
         return mode.from_tensor(t, trace=False, **kwargs)
@@ -227,7 +230,7 @@ class FakeConverter(Converter):
     def __init__(self) -> None:
         self.mode = _fake_mode(dynamic=False)
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         return self.mode.from_tensor(t)
 
 
@@ -245,11 +248,11 @@ class DynamicFakeConverter(Converter):
         self.mode = _fake_mode(dynamic=True, real=self.real)
         self._count = 0
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
         return self._convert_with_source(t)
 
-    def _convert_with_source(self, t: Any) -> Any:
+    def _convert_with_source(self, t: torch.Tensor) -> torch.Tensor:
         from torch._dynamo.source import ConstantSource
 
         self._count += 1
@@ -274,7 +277,7 @@ class RealFakeConverter(FakeConverter):
     def __init__(self) -> None:
         self.mode = _fake_mode(dynamic=False, real=True)
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         refuse_crashing_copy(t, lambda: super(RealFakeConverter, self)._convert(t))
         return super()._convert(t)
 
@@ -289,7 +292,7 @@ class RealDynamicFakeConverter(DynamicFakeConverter):
     carries_real = True
     real = True
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         refuse_crashing_copy(t, lambda: super(RealDynamicFakeConverter, self)._convert(t))
         return super()._convert(t)
 
@@ -332,7 +335,7 @@ class RefakeConverter(Converter):
         self._keep: dict[int, Any] = {}
         self._count = 0
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         from torch._dynamo.source import ConstantSource
 
         first = self.first._convert(t)
@@ -394,7 +397,7 @@ class FunctionalConverter(Converter):
         self.mode = _fake_mode(dynamic=False)
         self._wrapped: dict[int, tuple[Any, Any]] = {}
 
-    def _convert(self, t: Any) -> Any:
+    def _convert(self, t: torch.Tensor) -> torch.Tensor:
         if any(_compressed_requiring_grad(u) for u in family_of(t)):
             known_crash(
                 "FunctionalTensor.to_functional of a sparse compressed tensor that requires "
@@ -406,7 +409,7 @@ class FunctionalConverter(Converter):
             raise Unsupported(f"not applicable: {reason}")
         return self._functional_fake(t)
 
-    def _functional_fake(self, t: Any) -> Any:
+    def _functional_fake(self, t: torch.Tensor) -> torch.Tensor:
         first = self.first.from_tensor(t)
         with self.functional_mode:
             wrapper = self._wrap(first)
@@ -419,7 +422,7 @@ class FunctionalConverter(Converter):
         with torch.set_grad_enabled(enabled):
             yield
 
-    def _wrap(self, f: Any) -> Any:
+    def _wrap(self, f: torch.Tensor) -> torch.Tensor:
         import torch
         from torch._subclasses.functional_tensor import FunctionalTensor
 
@@ -463,7 +466,7 @@ class FunctionalConverter(Converter):
         self._wrapped.clear()
 
 
-def _not_functionalizable(t: Any) -> str | None:
+def _not_functionalizable(t: torch.Tensor) -> str | None:
     """Why the functional round trip does not apply to ``t`` (or its base,
     grad), or None."""
     import torch
@@ -483,7 +486,7 @@ def _not_functionalizable(t: Any) -> str | None:
     return None
 
 
-def _compressed_requiring_grad(t: Any) -> bool:
+def _compressed_requiring_grad(t: torch.Tensor) -> bool:
     layout = str(t.layout).removeprefix("torch.")
     return layout in COMPRESSED_LAYOUTS and t.requires_grad
 
@@ -657,7 +660,8 @@ def make_converter(name: str) -> Converter:
     return spec.factory()
 
 
-def convert_all(converter: Converter, tensors: Sequence[Any], order: Sequence[int]) -> list[Any]:
+def convert_all(converter: Converter, tensors: Sequence[torch.Tensor],
+                order: Sequence[int]) -> list[torch.Tensor]:
     """Convert ``tensors`` through one converter, visiting them in ``order``
     (None for a tensor ``order`` leaves out)."""
     converted: list[Any] = [None] * len(tensors)

@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .findings import Mismatch
 from .strategies.tensor_facts import grad_of, walk_real
 from .strategies.torch_errors import safe
+
+if TYPE_CHECKING:
+    import torch
 
 MAX_VALUE_BYTES = 1 << 20
 # The reading of what a C++ functional tensor wraps.
@@ -88,7 +91,7 @@ class _Bytes:
         return f"<{n} storage bytes>"
 
 
-def _storage_bytes(t: Any) -> Any:
+def _storage_bytes(t: torch.Tensor) -> Any:
     """The bytes of ``t``'s storage (None where they cannot or need not be
     read: a wrapper subclass's storage, meta, dataless, over MAX_VALUE_BYTES)."""
     import torch
@@ -110,7 +113,7 @@ def _storage_bytes(t: Any) -> Any:
         return _Bytes(view.clone())
 
 
-def _bytes_of_storage(t: Any, copies: dict[int, Any] | None) -> Any:
+def _bytes_of_storage(t: torch.Tensor, copies: dict[int, Any] | None) -> Any:
     """``_storage_bytes(t)``, copied once per storage among ``copies`` (the
     tensors of one snapshot: a view and its base share one).  A wrapper
     subclass's storage holds no data: None."""
@@ -126,7 +129,7 @@ def _bytes_of_storage(t: Any, copies: dict[int, Any] | None) -> Any:
     return copies[key]
 
 
-def read_tensor(t: Any, copies: dict[int, Any] | None = None) -> dict[str, Any]:
+def read_tensor(t: torch.Tensor, copies: dict[int, Any] | None = None) -> dict[str, Any]:
     """The reading of ``t`` the snapshots compare.  Read in one go; where a
     field cannot be read (it raises), field by field, that one as None.
     ``copies``: storage bytes already copied for this snapshot."""
@@ -136,7 +139,7 @@ def read_tensor(t: Any, copies: dict[int, Any] | None = None) -> dict[str, Any]:
         return _read_field_by_field(t, copies)
 
 
-def _read_in_one_go(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
+def _read_in_one_go(t: torch.Tensor, copies: dict[int, Any] | None) -> dict[str, Any]:
     import torch
 
     grad = grad_of(t)
@@ -166,7 +169,7 @@ def _read_in_one_go(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
     return out
 
 
-def _read_field_by_field(t: Any, copies: dict[int, Any] | None) -> dict[str, Any]:
+def _read_field_by_field(t: torch.Tensor, copies: dict[int, Any] | None) -> dict[str, Any]:
     import torch
 
     out: dict[str, Any] = {
@@ -266,7 +269,7 @@ def read_state() -> dict[str, Any]:
     return out
 
 
-def capture(names: tuple[str, ...], tensors: tuple[Any, ...]) -> Snapshot:
+def capture(names: tuple[str, ...], tensors: tuple[torch.Tensor, ...]) -> Snapshot:
     """Snapshot of the real tensors (and what they reach) and global state."""
     copies: dict[int, Any] = {}
     return Snapshot([(p, t, read_tensor(t, copies)) for p, t in walk_real(names, tensors)],

@@ -71,7 +71,13 @@ from . import Conversion, Mismatch, check, step_time_limit
 from ._util import quiet_fake_tensor_log, walk_real
 
 if TYPE_CHECKING:
+    import torch
+
+    from ..converters import Converter
+    from ..known_differences.op_differences import OpDifference
     from ..known_differences.triage import Triage
+    from ..strategies.programs import Program, Step
+    from ..strategies.recipe import FunctionRecipe, Recipe
 
 CHECK = "behaviour"
 # The attribute of a step that ran past the step time limit on one side
@@ -103,7 +109,7 @@ class Side:
     mode: Any = None  # entered around each step (a FakeTensorMode), or None
 
     @classmethod
-    def of(cls, names: Sequence[str], tensors: Sequence[Any], mode: Any = None) -> "Side":
+    def of(cls, names: Sequence[str], tensors: Sequence[torch.Tensor], mode: Any = None) -> "Side":
         import torch
 
         return cls({"torch": torch, **dict(zip(names, tensors))}, list(names), mode)
@@ -111,14 +117,14 @@ class Side:
     def tensors(self, names: Sequence[str]) -> tuple[Any, ...]:
         return tuple(self.namespace.get(n) for n in names)
 
-    def run(self, step: Any) -> BaseException | None:
+    def run(self, step: Step) -> BaseException | None:
         with quiet_fake_tensor_log(), (self.mode if self.mode is not None
                                          else contextlib.nullcontext()):
             return step_time_limit.run_within(step_time_limit.current_limit(),
                                               lambda: run_step(step, self.namespace))
 
 
-def _versions(tensors: Sequence[Any]) -> list[int | None]:
+def _versions(tensors: Sequence[torch.Tensor]) -> list[int | None]:
     out: list[int | None] = []
     for t in tensors:
         try:
@@ -174,7 +180,7 @@ class _ReadAs:
         return fn(real) if fn is not None else real.device
 
 
-def compare_live(names: Sequence[str], real: Sequence[Any], other: Sequence[Any],
+def compare_live(names: Sequence[str], real: Sequence[torch.Tensor], other: Sequence[torch.Tensor],
                  reader: Any) -> list[Mismatch]:
     """The ``oracle``, ``aliasing`` and ``sparse`` checks on the live tensors."""
     from .aliasing import aliasing_check
@@ -324,7 +330,7 @@ class Lockstep:
         self.elements_only = {i for i, a in attributes.items() if a <= ELEMENT_COUNT}
         return known
 
-    def step(self, step: Any) -> list[Mismatch]:
+    def step(self, step: Step) -> list[Mismatch]:
         """Run ``step`` on both sides; the differences it introduced."""
         import torch
 
@@ -372,11 +378,11 @@ class Lockstep:
         return found
 
 
-def _bases(t: Any) -> list[Any]:
+def _bases(t: torch.Tensor | None) -> list[torch.Tensor]:
     """``t._base``, its ``_base``, ... (a view's base is not a view)."""
     from ._util import base_of
 
-    out: list[Any] = []
+    out: list[torch.Tensor] = []
     b = base_of(t) if t is not None else None
     while b is not None and len(out) < 8:
         out.append(b)
@@ -384,8 +390,8 @@ def _bases(t: Any) -> list[Any]:
     return out
 
 
-def _version_groups_differ(names: Sequence[str], real: Sequence[Any],
-                           other: Sequence[Any]) -> set[str]:
+def _version_groups_differ(names: Sequence[str], real: Sequence[torch.Tensor],
+                           other: Sequence[torch.Tensor]) -> set[str]:
     """Names whose version-counter group (the tensors sharing its counter)
     is not the same on both sides."""
     r, o = version_partition(list(real)), version_partition(list(other))
@@ -399,7 +405,7 @@ def _version_groups_differ(names: Sequence[str], real: Sequence[Any],
 # -- real copies and controls ------------------------------------------------------------------
 
 
-def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence[str]) -> None:
+def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor], names: Sequence[str]) -> None:
     """Give the rebuilt copies the originals' storage bytes (recipes may
     leave storages uninitialized)."""
     import torch
@@ -420,7 +426,7 @@ def _copy_bytes(originals: Sequence[Any], copies: Sequence[Any], names: Sequence
             dst.copy_(src)
 
 
-def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
+def rebuild(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], names: Sequence[str]) -> Any:
     """Copies of the user's tensors (the real side), or None when the recipe
     does not rebuild them faithfully: torch refuses to run it again, or it
     makes other tensors.  What comparing them raises is our error, and
@@ -433,14 +439,14 @@ def rebuild(recipe: Any, originals: Sequence[Any], names: Sequence[str]) -> Any:
     return copies
 
 
-def rebuilt_or_why(recipe: Any, originals: Sequence[Any], names: Sequence[str]
+def rebuilt_or_why(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], names: Sequence[str]
                    ) -> tuple[Any, str | None]:
     """(copies, None), or (None, how the copies ``recipe`` made differ from
     ``originals``); what building or reading them raises propagates."""
     return _as_copies(recipe.build(), originals, names)
 
 
-def _as_copies(copies: Any, originals: Sequence[Any], names: Sequence[str]
+def _as_copies(copies: Any, originals: Sequence[torch.Tensor], names: Sequence[str]
                ) -> tuple[Any, str | None]:
     if len(copies) != len(originals):
         return None, f"{len(copies)} tensors made, {len(originals)} given"
@@ -475,7 +481,7 @@ def _no_constants() -> Iterator[None]:
         fake_tensor.CONSTANT_NUMEL_LIMIT = was
 
 
-def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
+def _control(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
     """The recipe's tensors made directly under a fresh FakeTensorMode (or
     on the meta device), not converted: (tensors, mode to run steps in).
     With ``carries_real``, the mode propagates real tensors, as the
@@ -484,7 +490,7 @@ def _control(recipe: Any, meta: bool, carries_real: bool = False) -> tuple[Any, 
         return _control_tensors(recipe, meta, carries_real)
 
 
-def _control_tensors(recipe: Any, meta: bool, carries_real: bool) -> tuple[Any, Any]:
+def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: bool) -> tuple[Any, Any]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -517,7 +523,7 @@ def _control_tensors(recipe: Any, meta: bool, carries_real: bool) -> tuple[Any, 
             return recipe.build(), mode
 
 
-def _fake_mode(fakes: Sequence[Any]) -> Any:
+def _fake_mode(fakes: Sequence[torch.Tensor]) -> Any:
     """The FakeTensorMode the converted tensors belong to, looked for inside
     wrapper subclasses too: a wrapper of fakes (TwoTensor, a nested jagged
     tensor) has no mode of its own, and a step run outside the mode makes
@@ -579,8 +585,8 @@ def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
         converter.close()
 
 
-def _run_program(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any,
-                 copies: Any, converter: Any, fakes: tuple[Any, ...],
+def _run_program(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[str, ...], program: Program,
+                 copies: Any, converter: Converter, fakes: tuple[torch.Tensor, ...],
                  before: Any) -> list[Mismatch]:
     reader = _ReadAs(converter)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, fakes, _fake_mode(fakes)),
@@ -631,7 +637,7 @@ _STORAGE_DEPENDENT = ("as_strided", "storage")
 _SETS_NO_GEOMETRY = frozenset({"detach_"})
 
 
-def _depends_on_storage(step: Any) -> bool:
+def _depends_on_storage(step: Step) -> bool:
     import re
 
     return any(word in step.source for word in _STORAGE_DEPENDENT) or any(
@@ -662,7 +668,7 @@ ELEMENT_COUNT = frozenset({"_nnz()", "index dtype", "blocksize"})
 HOLDS_WHATEVER_THE_ELEMENTS = {"coalesce": ("is_coalesced()", True)}
 
 
-def _holds_whatever_the_elements(step: Any, m: Mismatch) -> bool:
+def _holds_whatever_the_elements(step: Step, m: Mismatch) -> bool:
     """Whether difference ``m`` after ``step`` is in what the step's last
     method call makes whatever the elements (``HOLDS_WHATEVER_THE_ELEMENTS``):
     the real side has the value it must have, the fake side not."""
@@ -673,7 +679,7 @@ def _holds_whatever_the_elements(step: Any, m: Mismatch) -> bool:
     return held is not None and (m.attribute, m.real) == held and m.fake != held[1]
 
 
-def _names_in(step: Any, names: Any) -> list[str]:
+def _names_in(step: Step, names: Any) -> list[str]:
     """The names of ``names`` that the step's source mentions (or binds)."""
     import re
 
@@ -681,7 +687,7 @@ def _names_in(step: Any, names: Any) -> list[str]:
     return [n for n in names if n in words]
 
 
-def _changed_by(step: Any, side: Side) -> list[str]:
+def _changed_by(step: Step, side: Side) -> list[str]:
     """The live names that the step mentions (or binds) and, where it calls
     an in-place method, every live view of the same base as one of those:
     an in-place op on a view rewrites its base's autograd history
@@ -696,14 +702,14 @@ def _changed_by(step: Any, side: Side) -> list[str]:
                     and id(_view_root(side.namespace[n])) in roots]
 
 
-def _view_root(t: Any) -> Any:
+def _view_root(t: torch.Tensor) -> torch.Tensor:
     from ..strategies.tensor_facts import base_of
 
     base = base_of(t)
     return t if base is None else base
 
 
-def _follows_known(conv: Conversion, program: Any, k: int, differs: list[Mismatch],
+def _follows_known(conv: Conversion, program: Program, k: int, differs: list[Mismatch],
                    ids: list[str]) -> list[Mismatch]:
     """The step acts on tensors that already differ, at conversion, in a way
     known differences explain: what differs now follows from those."""
@@ -777,7 +783,7 @@ def _reads_uncopied(conv: Conversion, names: tuple[str, ...], namespace: dict[st
     return first is not None and first.storage_offset() == 0 and reads_outside(t, first)
 
 
-def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: Any, k: int,
+def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[str, ...], program: Program, k: int,
               differs: list[Mismatch], namespace: dict[str, Any]) -> list[Mismatch]:
     """Conversion bug or operator difference: replay the first ``k + 1``
     steps on the control and compare.  ``namespace``: the real side's.
@@ -823,7 +829,7 @@ def _classify(conv: Conversion, recipe: Any, names: tuple[str, ...], program: An
             for m in shared]
 
 
-def _conversion_bugs(conv: Conversion, step: Any, differs: list[Mismatch],
+def _conversion_bugs(conv: Conversion, step: Step, differs: list[Mismatch],
                      numels: dict[int, Any], names: tuple[str, ...], namespace: dict[str, Any],
                      k: int, detail: str) -> list[Mismatch]:
     """``differs`` reported as they are, and recorded for the behaviour
@@ -840,7 +846,7 @@ def _conversion_bugs(conv: Conversion, step: Any, differs: list[Mismatch],
             for m in differs]
 
 
-def _as_op_differences(conv: Conversion, entries: list[Any], differs: list[Mismatch],
+def _as_op_differences(conv: Conversion, entries: list[OpDifference], differs: list[Mismatch],
                        detail: Callable[[Mismatch], str], k: int) -> list[Mismatch]:
     """The step's differences as the operator differences ``entries``
     (each reported once per conversion)."""
@@ -855,7 +861,7 @@ def _as_op_differences(conv: Conversion, entries: list[Any], differs: list[Misma
     return reported
 
 
-def _control_differs(recipe: Any, names: tuple[str, ...], program: Any, k: int,
+def _control_differs(recipe: Recipe | FunctionRecipe, names: tuple[str, ...], program: Program, k: int,
                      conv: Conversion) -> set[tuple[str, str]] | None:
     """(path, attribute) of what differs between the real tensors and the
     control at step ``k``, or None when no control can be built."""

@@ -59,10 +59,15 @@ from __future__ import annotations
 import dataclasses
 import warnings
 import zlib
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..findings import Reconverted
 from . import Conversion, Mismatch, check
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..converters import Converter
 
 CHECK = "reconvert"
 
@@ -79,37 +84,38 @@ class Change:
     name: str
     kind: str
     source: str
-    apply: Callable[[Any], None]
-    alters: Callable[[Any], bool] = lambda t: True
+    apply: Callable[[torch.Tensor], None]
+    alters: Callable[[torch.Tensor], bool] = lambda t: True
 
 
-def _t_(t: Any) -> None:
+def _t_(t: torch.Tensor) -> None:
     t.t_()
 
 
-def _resize_(t: Any) -> None:
+def _resize_(t: torch.Tensor) -> None:
     t.resize_(t.numel() + 3)
 
 
-def _set_(t: Any) -> None:
+def _set_(t: torch.Tensor) -> None:
     import torch
 
-    t.set_(torch.zeros(t.numel() + 2, dtype=t.dtype, device=t.device))
+    source = torch.zeros(t.numel() + 2, dtype=t.dtype, device=t.device)
+    t.set_(source)  # type: ignore[call-overload]  # (set_(Tensor) is missing from torch's stubs)
 
 
-def _as_strided_(t: Any) -> None:
+def _as_strided_(t: torch.Tensor) -> None:
     t.as_strided_((1,), (1,), 0)
 
 
-def _requires_grad_(t: Any) -> None:
+def _requires_grad_(t: torch.Tensor) -> None:
     t.requires_grad_(not t.requires_grad)
 
 
-def _detach_(t: Any) -> None:
+def _detach_(t: torch.Tensor) -> None:
     t.detach_()
 
 
-def _grad_set(t: Any) -> None:
+def _grad_set(t: torch.Tensor) -> None:
     import torch
 
     # torch.zeros, not zeros_like: zeros_like of a neg view whose storage
@@ -117,7 +123,7 @@ def _grad_set(t: Any) -> None:
     t.grad = None if t.grad is not None else torch.zeros(t.shape, dtype=t.dtype, device=t.device)
 
 
-def _can_require_grad(t: Any) -> bool:
+def _can_require_grad(t: torch.Tensor) -> bool:
     return bool(t.is_leaf and (t.dtype.is_floating_point or t.dtype.is_complex))
 
 
@@ -144,7 +150,7 @@ CHANGES: tuple[Change, ...] = (
 CHANGES_BY_NAME = {c.name: c for c in CHANGES}
 
 
-def choose(real: Sequence[Any]) -> tuple[int, int]:
+def choose(real: Sequence[torch.Tensor]) -> tuple[int, int]:
     """(index of the tensor to change, a number choosing the change among
     those that alter it): a digest of the tensors' oracle reading."""
     from .oracle import read
@@ -174,7 +180,7 @@ def reconvert_check(conv: Conversion) -> list[Mismatch]:
     return reconvert(conv, index, candidates[start:] + candidates[:start])
 
 
-def _safe_alters(change: Change, t: Any) -> bool:
+def _safe_alters(change: Change, t: torch.Tensor) -> bool:
     try:
         return change.alters(t)
     except Exception:
@@ -201,7 +207,7 @@ def reconvert(conv: Conversion, index: int, changes: Sequence[Change]) -> list[M
         converter.close()
 
 
-def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, name: str,
+def _reconvert(conv: Conversion, converter: Converter, copies: list[torch.Tensor], index: int, name: str,
                changes: Sequence[Change]) -> list[Mismatch]:
     from ..converters import Unsupported
     from ..crash_guards import ConversionCrash
@@ -279,7 +285,7 @@ def _reconvert(conv: Conversion, converter: Any, copies: list[Any], index: int, 
             for m in found]
 
 
-def _fresh_differences(conv: Conversion, name: str, copy: Any) -> set[tuple[str, str]] | None:
+def _fresh_differences(conv: Conversion, name: str, copy: torch.Tensor) -> set[tuple[str, str]] | None:
     """(path, attribute) of what a fresh converter's conversion of ``copy``
     reads differently from it; None where that conversion fails."""
     from ..converters import Unsupported
@@ -299,7 +305,7 @@ def _fresh_differences(conv: Conversion, name: str, copy: Any) -> set[tuple[str,
         converter.close()
 
 
-def _compare(name: str, real: Any, fake: Any, converter: Any) -> list[Mismatch]:
+def _compare(name: str, real: torch.Tensor, fake: torch.Tensor, converter: Converter) -> list[Mismatch]:
     """The ``oracle`` and ``storage`` checks on one tensor (and what it reaches)."""
     from .oracle import oracle_check
     from .storage import storage_check
@@ -308,7 +314,7 @@ def _compare(name: str, real: Any, fake: Any, converter: Any) -> list[Mismatch]:
     return oracle_check(conv) + storage_check(conv)
 
 
-def _reading(name: str, t: Any) -> dict[tuple[str, str], str]:
+def _reading(name: str, t: torch.Tensor) -> dict[tuple[str, str], str]:
     """What a tensor reads as -- the ``oracle`` reading and the storage size,
     of it and of what it reaches -- by (path, attribute)."""
     from ._util import related

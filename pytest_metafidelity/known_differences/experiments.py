@@ -35,10 +35,13 @@ def first_fake_replays_symbol(t: Any) -> bool:
     first = DynamicFakeConverter()
     try:
         fake = first._convert(t)
+        base = fake._base
+        if base is None:  # (not a view once converted: nothing replays a view)
+            return False
         mode = getattr(fake, "fake_mode", None) or first.mode
         cached, mode.cache_enabled = mode.cache_enabled, False
         try:
-            fake._view_func_unsafe(fake._base, visit, lambda x: x)
+            fake._view_func_unsafe(base, visit, lambda x: x)
         except _FoundSymbol:
             return True
         finally:
