@@ -69,8 +69,8 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import (COMPRESSED_LAYOUTS, layout_name, reaches_past_storage,
-                           storage_too_small, walk_real)
+from .tensor_facts import (COMPRESSED_LAYOUTS, is_wrapper_subclass, layout_name,
+                           reaches_past_storage, storage_too_small, walk_real)
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -356,19 +356,13 @@ def _set(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     # bytes: eager then writes through a null pointer -- a plain
     # t.set_(wrapper) then resize_().zero_() or fill_ segfaulted a 30-minute run)
     others = [m for m, u in live.items() if m != n and u.dtype == t.dtype
-              and (_is_wrapper(t) or not _is_wrapper(u))]
+              and (is_wrapper_subclass(t) or not is_wrapper_subclass(u))]
     if not others or ch.integer(0, 2) == 0:
         return f"{n}.set_()"
     other = ch.pick(others)
     if ch.boolean():
         return f"{n}.set_({other})"
     return f"{n}.set_({other}.untyped_storage(), {_strided_args(ch, live[other])})"
-
-
-def _is_wrapper(t: Any) -> bool:
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    return is_traceable_wrapper_subclass(t)
 
 
 def _always(t: Any) -> bool:

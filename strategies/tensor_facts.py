@@ -32,6 +32,14 @@ def is_view(t: Any) -> bool:
         return False
 
 
+def is_wrapper_subclass(t: Any) -> bool:
+    """A traceable wrapper subclass (``__tensor_flatten__``: TwoTensor, a
+    nested jagged tensor, DTensor-like wrappers)."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    return is_traceable_wrapper_subclass(t)
+
+
 def base_of(t: Any) -> Any:
     return t._base if is_view(t) else None
 

@@ -21,8 +21,8 @@ from typing import Any, Callable
 
 # (plain_strided and storage_key are here for the predicates, which import
 # their facts from this module)
-from ..strategies.tensor_facts import (is_functorch_wrapped, layout_name, plain_strided,
-                                       storage_key)
+from ..strategies.tensor_facts import (is_functorch_wrapped, is_wrapper_subclass, layout_name,
+                                       plain_strided, storage_key)
 from .core import Case
 
 
@@ -52,12 +52,6 @@ def is_sparse(t: Any) -> bool:
 
 def is_nested(t: Any) -> bool:
     return bool(getattr(t, "is_nested", False))
-
-
-def is_wrapper_subclass(t: Any) -> bool:
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
-
-    return is_traceable_wrapper_subclass(t)
 
 
 def is_cpp_functional(t: Any) -> bool:
