@@ -253,7 +253,8 @@ PARAMETER_CASES = ("parameter", "parameter_no_grad", "view_of_parameter", "param
                    "parameter_of_view", "buffer")
 
 
-@kind("parameter", "nn.Parameter (requiring grad or not, with .grad, of a view), its views, nn.Buffer",
+@kind("parameter", "nn.Parameter (requiring grad or not, with .grad, of a view), its views, "
+      "nn.Buffer (persistent or not, or marked by hand)",
       cost_ms=7)
 def parameter_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
@@ -265,7 +266,15 @@ def parameter_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
         # Any dtype: nothing here requires grad.
         x = draw_dense(draw, b, cfg, allow_grad=False)
         if case == "buffer":
-            return [b.let(f"torch.nn.Buffer({x})")]
+            # nn.Buffer marks the tensor (_is_buffer, persistent); code that
+            # marks one by hand may leave persistent out.
+            mark = draw(st.sampled_from(["persistent", "not_persistent", "marked_by_hand"]))
+            event(f"parameter: buffer, {mark}")
+            if mark == "marked_by_hand":
+                b.stmt(f"{x}._is_buffer = True")
+                return [x]
+            persistent = ", persistent=False" if mark == "not_persistent" else ""
+            return [b.let(f"torch.nn.Buffer({x}{persistent})")]
         return [b.let(f"torch.nn.Parameter({x}, requires_grad=False)")]
     x = draw_leaf(draw, b, cfg, requires_grad=False, layouts=LAYOUTS)
     if case == "parameter_of_view":

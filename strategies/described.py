@@ -232,7 +232,11 @@ class _Describer:
             self.lines.append(f"{name} = torch.nn.Parameter({name}, "
                               f"requires_grad={t.requires_grad})")
         elif getattr(t, "_is_buffer", False) and not self.lines[-1].endswith("# not rebuilt"):
-            self.lines.append(f"{name} = torch.nn.Buffer({name})")
+            if hasattr(t, "persistent"):
+                self.lines.append(f"{name} = torch.nn.Buffer({name}, "
+                                  f"persistent={bool(t.persistent)})")
+            else:  # marked by hand
+                self.lines.append(f"{name}._is_buffer = True")
 
     def _strided(self, name: str, t: "torch.Tensor") -> None:
         storage = t.untyped_storage()

@@ -185,6 +185,21 @@ def test_oracle_reports_lost_parameter_ness_and_grad() -> None:
     assert_passes("oracle", p)
 
 
+@pytest.mark.parametrize("persistent", [True, False])
+def test_oracle_reports_lost_buffer_marks(persistent: bool) -> None:
+    b = torch.nn.Buffer(torch.randn(3), persistent=persistent)
+
+    def unmarked(conv: Any, real: Any, fake: Any) -> Any:
+        del fake._is_buffer, fake.persistent
+        return fake
+
+    with faulty("fake", unmarked):
+        outcome = run("oracle", b)
+    assert assert_reports(outcome, "oracle", "_is_buffer", "t0").fake is False
+    assert assert_reports(outcome, "oracle", "persistent", "t0").real is persistent
+    assert_passes("oracle", b)
+
+
 def test_oracle_reads_the_grad_recursively() -> None:
     x = torch.randn(3, requires_grad=True)
     x.grad = torch.randn(6)[::2]

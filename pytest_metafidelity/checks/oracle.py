@@ -85,6 +85,9 @@ def _read_in_one_go(t: Any, device: Any) -> dict[str, Any]:
         "is_neg()": t.is_neg(),
         "_is_view()": is_view(t),
         "isinstance(nn.Parameter)": isinstance(t, torch.nn.Parameter),
+        # nn.Buffer's marks (nn.Module.register_buffer reads them)
+        "_is_buffer": bool(getattr(t, "_is_buffer", False)),
+        "persistent": getattr(t, "persistent", None),
     }
     if t.layout == torch.strided:
         out["stride()"] = hints(t.stride())
@@ -109,6 +112,9 @@ def _read_field_by_field(t: Any, device: Any) -> dict[str, Any]:
         "is_neg()": safe(lambda: t.is_neg()),
         "_is_view()": is_view(t),
         "isinstance(nn.Parameter)": isinstance(t, torch.nn.Parameter),
+        # nn.Buffer's marks (nn.Module.register_buffer reads them)
+        "_is_buffer": bool(getattr(t, "_is_buffer", False)),
+        "persistent": getattr(t, "persistent", None),
     }
     if strided:
         out["stride()"] = safe(lambda: hints(t.stride()))

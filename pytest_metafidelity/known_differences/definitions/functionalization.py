@@ -122,6 +122,32 @@ ENTRIES.append(KnownDifference(
 ))
 
 
+def is_marked_buffer(case: Case) -> bool:
+    return bool(getattr(case.tensor, "_is_buffer", False))
+
+
+ENTRIES.append(KnownDifference(
+    id="functional-buffer",
+    check="oracle",
+    attribute=r"_is_buffer|persistent",
+    applies=is_marked_buffer,
+    converters=where(functional=True),
+    reason=(
+        "FunctionalTensor.to_functional makes a new wrapper, without the marks nn.Buffer "
+        "sets on the tensor (_is_buffer, persistent), which MetaConverter forwards: the "
+        "round trip drops buffer-ness, as it drops Parameter-ness"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode\n"
+        "b = torch.nn.Buffer(torch.randn(3), persistent=False)\n"
+        "with FunctionalTensorMode():\n"
+        "    assert not getattr(FunctionalTensor.to_functional(b), '_is_buffer', False)\n"
+    ),
+))
+
+
 def functional_separates_aliases(case: Case) -> bool:
     """Tensors sharing a storage without being views of one base."""
     from ...strategies.tensor_facts import base_of, is_view
