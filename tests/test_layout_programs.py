@@ -494,6 +494,22 @@ def test_what_a_tenth_long_run_met_is_registered(lines: tuple[str, ...], program
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by an eighth 30-minute run (--hypothesis-seed=20261214, stop 37); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("t0 = torch.empty(0).set_(torch.arange(2.).untyped_storage(), 1, (), ())",
+      "t0.requires_grad_()", "t1 = t0.as_strided((), (), 0)", "t2 = t1.as_strided((), (), 1)",
+      "t3 = torch._neg_view(t2)"),
+     "t3.sum().abs().backward()", "fake",
+     {"behaviour-as-strided-of-a-view-grad-reaches-the-base"}),
+    (("t0 = torch.zeros(1, 1, 1)", "t1 = torch.zeros(2, 1, 1, 1)", "t0.grad = t1[0]"),
+     "t1.set_()\nt1.unsqueeze_(0)\nt1.requires_grad_(True)", "fake-real",
+     {"behaviour-carried-view-replay-checks-storage-bounds"}),
+])
+def test_what_an_eleventh_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                     converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

@@ -726,23 +726,35 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 
 def _as_strided_of_a_view(t: Any) -> bool:
     """An as_strided view taken of another view (not straight from the
-    leaf): its AsStridedBackward0's input is no AccumulateGrad."""
-    fn = t.grad_fn
-    if type(fn).__name__ != "AsStridedBackward0":
-        return False
-    inputs = [type(n).__name__ for n, _ in fn.next_functions if n is not None]
-    return bool(inputs) and "AccumulateGrad" not in inputs
+    leaf), anywhere in ``t``'s history (``torch._neg_view`` of it too): an
+    AsStridedBackward0 whose input is no AccumulateGrad."""
+    pending, seen = [t.grad_fn], 0
+    while pending and seen < 50:
+        fn = pending.pop()
+        seen += 1
+        if fn is None:
+            continue
+        inputs = [n for n, _ in fn.next_functions if n is not None]
+        if type(fn).__name__ == "AsStridedBackward0" and inputs and not any(
+                type(n).__name__ == "AccumulateGrad" for n in inputs):
+            return True
+        pending.extend(inputs)
+    return False
+
+
+def _grad_of_a_collapsed_view(d: Any) -> bool:
+    """What the base's gradient shows: the values the carried real tensor
+    gets, or where a .grad starts in its storage."""
+    return ((d.attribute == "values" and d.path.endswith(".grad.real_tensor"))
+            or (d.attribute == "storage_offset()" and d.path.endswith(".grad")))
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-as-strided-of-a-view-grad-reaches-the-base",
     check="behaviour",
-    attribute=r"values",
-    applies=_behaviour_recorded(
-        "behaviour_differences",
-        lambda d: d.attribute == "values" and d.path.endswith(".grad.real_tensor"),
-        in_family=_as_strided_of_a_view),
-    converters=where(carries_real=True),
+    attribute=r"values|storage_offset\(\)",
+    applies=_behaviour_recorded("behaviour_differences", _grad_of_a_collapsed_view,
+                                in_family=_as_strided_of_a_view),
     reason=(
         "as_strided of a view (t0[0:0].as_strided((), (), 1)) may read base elements the "
         "view does not hold; eager's as_strided backward gives the gradient to the view's "
@@ -750,7 +762,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "view is rebuilt as one as_strided of the base, skipping the view between: the "
         "gradient reaches those base elements, and the real tensor a fake carries gets a "
         ".grad of other values (a control made under the mode keeps the view between and "
-        "agrees with eager)"
+        "agrees with eager).  The gradient's layout changes too: through an as_strided "
+        "view between, the base's .grad starts at the base's storage offset (1), while one "
+        "as_strided straight from the base gives it offset 0, in eager as on fakes"
     ),
     link=UNFILED,
     reproducer=(
@@ -769,6 +783,20 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "with mode:\n"
         "    f.sum().abs().backward()\n"
         "assert f._base.grad.real_tensor.tolist() == [0.0, 1.0]\n"
+        "def at_offset_one(chain):\n"
+        "    base = torch.empty(0).set_(torch.zeros(2).untyped_storage(), 1, (), ())\n"
+        "    base.requires_grad_()\n"
+        "    v = base.as_strided((), (), 0).as_strided((), (), 1) if chain else "
+        "base.as_strided((), (), 1)\n"
+        "    v.sum().abs().backward()\n"
+        "    return base.grad.storage_offset()\n"
+        "assert (at_offset_one(True), at_offset_one(False)) == (1, 0)  # eager: the chain decides\n"
+        "mode = FakeTensorMode()\n"
+        "base = torch.empty(0).set_(torch.zeros(2).untyped_storage(), 1, (), ()).requires_grad_()\n"
+        "f = mode.from_tensor(base.as_strided((), (), 0).as_strided((), (), 1))\n"
+        "with mode:\n"
+        "    f.sum().abs().backward()\n"
+        "assert f._base.grad.storage_offset() == 0  # the chain collapsed\n"
     ),
 ))
 

@@ -315,6 +315,60 @@ ENTRIES.append(KnownDifference(
 ))
 
 
+def _carried_view_replay_out_of_bounds(case: Case) -> bool:
+    """The behaviour check could not read a view's is_leaf on the fake side
+    (its reading raised) where eager read it, and the family has a view."""
+    from ...strategies.tensor_facts import is_view
+
+    return any(d.attribute == "is_leaf" and d.fake == "None" and d.real in ("True", "False")
+               for d in getattr(case.conversion, "behaviour_differences", ())
+               ) and any(is_view(u) for u in case.family)
+
+
+ENTRIES.append(KnownDifference(
+    id="behaviour-carried-view-replay-checks-storage-bounds",
+    check="behaviour",
+    attribute=r"is_leaf",
+    applies=reads_record("behaviour_differences")(family_wide(_carried_view_replay_out_of_bounds)),
+    converters=where(carries_real=True),
+    reason=(
+        "a view whose base changed in place regenerates its autograd history when its "
+        "is_leaf is read, by replaying the view on the base; a converted view is one "
+        "as_strided of its base, and with real-tensor propagation the replay runs "
+        "as_strided on the carried real tensor too, which checks the storage's bounds: "
+        "after the base's storage was emptied (set_()) the fake's reading raises "
+        "'setStorage: ... out of bounds for storage of size 0', where eager's regeneration "
+        "(and a control made under the mode, replaying the view's own select) reads it"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch, torch._functorch.config as cfg\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def tensors():\n"
+        "    t0, t1 = torch.zeros(1, 1, 1), torch.zeros(2, 1, 1, 1)\n"
+        "    t0.grad = t1[0]\n"
+        "    return t0, t1\n"
+        "def program(t0, t1):\n"
+        "    t1.set_()\n"
+        "    t1.unsqueeze_(0)\n"
+        "    t1.requires_grad_(True)\n"
+        "    return t0.grad.is_leaf\n"
+        "assert program(*tensors()) is False\n"
+        "with cfg.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "t0, t1 = tensors()\n"
+        "f0, f1 = mode.from_tensor(t0), mode.from_tensor(t1)\n"
+        "with mode:\n"
+        "    try:\n"
+        "        program(f0, f1)\n"
+        "    except RuntimeError as e:\n"
+        "        assert 'out of bounds for storage' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError('the fake read is_leaf')\n"
+    ),
+))
+
+
 def carries_conj_neg(case: Case) -> bool:
     t = case.tensor
     return t is not None and plain_strided(t) and bool(t.is_conj() or t.is_neg())
