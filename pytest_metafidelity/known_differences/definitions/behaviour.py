@@ -753,8 +753,10 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-as-strided-of-a-view-grad-reaches-the-base",
     check="behaviour",
     attribute=r"values|storage_offset\(\)",
-    applies=_behaviour_recorded("behaviour_differences", _grad_of_a_collapsed_view,
-                                in_family=_as_strided_of_a_view),
+    # (a dtype view on the way: behaviour-dtype-view-as-strided-grad-offset)
+    applies=_behaviour_recorded(
+        "behaviour_differences", _grad_of_a_collapsed_view,
+        in_family=lambda t: _as_strided_of_a_view(t) and not _as_strided_of_a_dtype_view(t)),
     reason=(
         "as_strided of a view (t0[0:0].as_strided((), (), 1)) may read base elements the "
         "view does not hold; eager's as_strided backward gives the gradient to the view's "
