@@ -137,39 +137,28 @@ def test_a_crash_in_the_snapshots_is_an_internal_error_not_a_conversion_failure(
     assert isinstance(outcome.internal_errors[0].error, TypeError)
 
 
-def test_a_crash_in_a_check_the_behaviour_check_reads_is_its_internal_error(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The behaviour check reads the storage and autograd checks' findings
-    at the start of a program: a crash there is no longer swallowed."""
-    from pytest_metafidelity.checks import storage
+@pytest.mark.parametrize("module, name", [
+    # The behaviour check reads the storage and autograd checks' findings at
+    # the start of a program: a crash there is no longer swallowed.
+    ("pytest_metafidelity.checks.storage", "storage_check"),
+    # Only torch refusing the recipe's code means the program cannot run (or
+    # that no control can be built); a crash of our own code copying or
+    # comparing the rebuilt tensors is the check's internal error.
+    ("pytest_metafidelity.checks.behaviour", "_copy_bytes"),
+])
+def test_a_crash_the_behaviour_check_meets_is_its_internal_error(
+        monkeypatch: pytest.MonkeyPatch, module: str, name: str) -> None:
+    import importlib
 
-    def broken(conv: Conversion) -> list[Mismatch]:
-        raise IndexError("a bug in a check")
+    def broken(*args: Any) -> None:
+        raise IndexError("a bug of ours")
 
-    monkeypatch.setattr(storage, "storage_check", broken)
+    monkeypatch.setattr(importlib.import_module(module), name, broken)
     outcome = check_faithful(torch.ones(2), converters=["fake"], checks=["behaviour"],
                              program="t0.add_(1)").outcomes[0]
     assert outcome.status == INTERNAL, outcome.describe()
     [error] = outcome.internal_errors
     assert error.check == "behaviour" and isinstance(error.error, IndexError)
-
-
-def test_a_crash_rebuilding_the_real_side_is_an_internal_error_not_no_program(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Only torch refusing the recipe's code means the program cannot run
-    (or that no control can be built); a crash of our own code copying or
-    comparing the rebuilt tensors is the check's internal error."""
-    from pytest_metafidelity.checks import behaviour
-
-    def broken(originals: Any, copies: Any, names: Any) -> None:
-        raise KeyError("a bug copying storages")
-
-    monkeypatch.setattr(behaviour, "_copy_bytes", broken)
-    outcome = check_faithful(torch.ones(2), converters=["fake"], checks=["behaviour"],
-                             program="t0.add_(1)").outcomes[0]
-    assert outcome.status == INTERNAL, outcome.describe()
-    [error] = outcome.internal_errors
-    assert error.check == "behaviour" and isinstance(error.error, KeyError)
 
 
 def test_assert_faithful_raises_chained_to_the_checks_error(crashy: str) -> None:
