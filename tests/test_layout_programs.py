@@ -510,6 +510,22 @@ def test_what_an_eleventh_long_run_met_is_registered(lines: tuple[str, ...], pro
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by a ninth 30-minute run (--hypothesis-seed=20261215, stop 37); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("t0 = torch.sparse_csc_tensor(torch.tensor([0, 0]), torch.empty((0,), dtype=torch.int64), "
+      "torch.zeros(0), (1, 1))",),
+     "p0 = t0.to_sparse()\np0.mul_(2)", "fake-dynamic",
+     {"op:sparse-in-place-mul-of-empty-marks-coalesced"}),
+    (("t0 = torch.nn.Parameter(torch.zeros((), dtype=torch.complex64))", "t1 = t0.unsqueeze(0)"),
+     "with torch.no_grad():\n    t1.as_strided_((0,), (1,), 0)\nt1.retain_grad()\n"
+     "t1.sum().abs().backward()\np3 = t1.grad", "refake-fresh",
+     {"op:fake-retained-grad-of-a-restrided-view"}),
+])
+def test_what_a_twelfth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                   converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

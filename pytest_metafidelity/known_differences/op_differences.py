@@ -1463,6 +1463,10 @@ OP_DIFFERENCES: list[OpDifference] = [
         statement=r"\.(mul|multiply)_\(",
         attribute=r"is_coalesced\(\)",
         applies=lambda m, same_path: m.real is True and m.fake is False,
+        # (eager's mul_ turns the flag True only where there are no elements,
+        # every fake keeps it: the step decides, also where no control can
+        # be built -- a COO tensor made by to_sparse() of a compressed one)
+        errors_decide=True,
         reason=(
             "mul_ (multiply_) of a sparse COO tensor not marked coalesced marks it "
             "coalesced in eager when it has no elements (a rule on the count of "
@@ -1678,6 +1682,35 @@ OP_DIFFERENCES: list[OpDifference] = [
             "with FakeTensorMode(shape_env=ShapeEnv()):\n"
             "    shape, p = program()\n"
             "    assert len(shape) == 1 and p.shape[1] == 1  # assumed, not 0\n"
+        ),
+    ),
+    OpDifference(
+        id="fake-retained-grad-of-a-restrided-view",
+        statement=r"\.grad\b",
+        attribute=r"shape|stride\(\)|numel\(\)|is_contiguous\(\)",
+        converters=FAKE_TENSOR_CONVERTERS,
+        reason=(
+            "a view re-strided by as_strided_ under no_grad (its shape changed: (1,) to (0,)), "
+            "then retain_grad() and a backward: eager's (and meta's) retained .grad has the "
+            "view's shape now, FakeTensorMode's the shape the view had when its autograd "
+            "history was recorded"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def retained():\n"
+            "    v = torch.zeros((), requires_grad=True).unsqueeze(0)\n"
+            "    with torch.no_grad():\n"
+            "        v.as_strided_((0,), (1,), 0)\n"
+            "    v.retain_grad()\n"
+            "    v.sum().abs().backward()\n"
+            "    return tuple(v.grad.shape)\n"
+            "assert retained() == (0,)\n"
+            "with torch.device('meta'):\n"
+            "    assert retained() == (0,)\n"
+            "with FakeTensorMode():\n"
+            "    assert retained() == (1,)\n"
         ),
     ),
     OpDifference(
