@@ -742,21 +742,15 @@ def _as_strided_of_a_view(t: Any) -> bool:
     return False
 
 
-def _grad_of_a_collapsed_view(d: Any) -> bool:
-    """What the base's gradient shows: the values the carried real tensor
-    gets, or where a .grad starts in its storage."""
-    return ((d.attribute == "values" and d.path.endswith(".grad.real_tensor"))
-            or (d.attribute == "storage_offset()" and d.path.endswith(".grad")))
-
-
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-as-strided-of-a-view-grad-reaches-the-base",
     check="behaviour",
-    attribute=r"values|storage_offset\(\)",
-    # (a dtype view on the way: behaviour-dtype-view-as-strided-grad-offset)
+    attribute=r"values",
     applies=_behaviour_recorded(
-        "behaviour_differences", _grad_of_a_collapsed_view,
-        in_family=lambda t: _as_strided_of_a_view(t) and not _as_strided_of_a_dtype_view(t)),
+        "behaviour_differences",
+        lambda d: d.attribute == "values" and d.path.endswith(".grad.real_tensor"),
+        in_family=_as_strided_of_a_view),
+    converters=where(carries_real=True),
     reason=(
         "as_strided of a view (t0[0:0].as_strided((), (), 1)) may read base elements the "
         "view does not hold; eager's as_strided backward gives the gradient to the view's "
@@ -764,9 +758,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "view is rebuilt as one as_strided of the base, skipping the view between: the "
         "gradient reaches those base elements, and the real tensor a fake carries gets a "
         ".grad of other values (a control made under the mode keeps the view between and "
-        "agrees with eager).  The gradient's layout changes too: through an as_strided "
-        "view between, the base's .grad starts at the base's storage offset (1), while one "
-        "as_strided straight from the base gives it offset 0, in eager as on fakes"
+        "agrees with eager)"
     ),
     link=UNFILED,
     reproducer=(
@@ -785,17 +777,44 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "with mode:\n"
         "    f.sum().abs().backward()\n"
         "assert f._base.grad.real_tensor.tolist() == [0.0, 1.0]\n"
-        "def at_offset_one(chain):\n"
-        "    base = torch.empty(0).set_(torch.zeros(2).untyped_storage(), 1, (), ())\n"
-        "    base.requires_grad_()\n"
-        "    v = base.as_strided((), (), 0).as_strided((), (), 1) if chain else "
-        "base.as_strided((), (), 1)\n"
+    ),
+))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-as-strided-chain-grad-offset",
+    check="behaviour",
+    attribute=r"storage_offset\(\)",
+    # (a dtype view on the way: behaviour-dtype-view-as-strided-grad-offset)
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "storage_offset()" and d.path.endswith(".grad"),
+        in_family=lambda t: _as_strided_of_a_view(t) and not _as_strided_of_a_dtype_view(t)),
+    reason=(
+        "the layout of a base's .grad depends on the view chain it came through: through "
+        "an as_strided view between (base.as_strided((), (), 0).as_strided((), (), 1)), "
+        "eager's (and a control's made under the mode) starts at the base's storage offset "
+        "(1); one as_strided straight from the base gives offset 0, in eager as on fakes. "
+        "The converted view is rebuilt as one as_strided of the base, so its base's .grad "
+        "starts at 0"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def base():\n"
+        "    s = torch.zeros(2).untyped_storage()\n"
+        "    return torch.empty(0).set_(s, 1, (), ()).requires_grad_()\n"
+        "def grad_offset(chain):\n"
+        "    b = base()\n"
+        "    v = b.as_strided((), (), 0).as_strided((), (), 1) if chain else "
+        "b.as_strided((), (), 1)\n"
         "    v.sum().abs().backward()\n"
-        "    return base.grad.storage_offset()\n"
-        "assert (at_offset_one(True), at_offset_one(False)) == (1, 0)  # eager: the chain decides\n"
+        "    return b.grad.storage_offset()\n"
+        "assert (grad_offset(True), grad_offset(False)) == (1, 0)  # eager: the chain decides\n"
         "mode = FakeTensorMode()\n"
-        "base = torch.empty(0).set_(torch.zeros(2).untyped_storage(), 1, (), ()).requires_grad_()\n"
-        "f = mode.from_tensor(base.as_strided((), (), 0).as_strided((), (), 1))\n"
+        "b = base()\n"
+        "f = mode.from_tensor(b.as_strided((), (), 0).as_strided((), (), 1))\n"
         "with mode:\n"
         "    f.sum().abs().backward()\n"
         "assert f._base.grad.storage_offset() == 0  # the chain collapsed\n"
