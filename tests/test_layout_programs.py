@@ -532,6 +532,24 @@ def test_what_a_twelfth_long_run_met_is_registered(lines: tuple[str, ...], progr
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by a tenth 30-minute run (--hypothesis-seed=20261216, stop 37); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("i = torch.empty((3, 0), dtype=torch.int64)",
+      "t0 = torch.sparse_coo_tensor(i, torch.zeros(0, dtype=torch.complex64), (1, 1, 1), "
+      "is_coalesced=True)"),
+     "p0 = t0.to_dense()\np0.copy_(t0)", "fake", {"op:copy-between-dense-and-sparse"}),
+    (("t0 = torch.zeros(2, 3).to_sparse()",),
+     "p0 = t0.to_dense()\nt0.copy_(p0)", "fake-dynamic", {"op:copy-between-dense-and-sparse"}),
+    (("t0 = torch.sparse_csc_tensor(torch.tensor([0, 0]), torch.empty((0,), dtype=torch.int64), "
+      "torch.zeros(0, 2), (1, 1, 2))",),
+     "p0 = t0.values()\np1 = torch.view_as_complex(p0)", "fake",
+     {"op:bit-view-of-compressed-values"}),
+])
+def test_what_a_thirteenth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                      converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

@@ -1359,7 +1359,8 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="bit-view-of-compressed-values",
-        statement=r"_neg_view\(|\.conj\(|\.(real|imag)\b|view_as_real\(|torch\.(real|imag)\(",
+        statement=(r"_neg_view\(|\.conj\(|\.(real|imag)\b|view_as_(real|complex)\("
+                   r"|torch\.(real|imag)\("),
         attribute="raised",
         applies=_only_raised(NO_STRIDES, side="real"),
         # (FakeTensorMode cannot make a compressed tensor from index tensors
@@ -1368,7 +1369,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         # sparse base, not the view)
         errors_decide=True,
         reason=(
-            "torch._neg_view (or, of complex values, conj(), .real, .imag, view_as_real) of the "
+            "torch._neg_view (or, of complex values, conj(), .real, .imag, view_as_real; or "
+            "view_as_complex of values whose last dimension has 2 elements) of the "
             "values() of a sparse compressed tensor (a view whose base is the compressed "
             "tensor): eager raises "
             "'Sparse CSR tensors do not have strides' (the negative or conjugate view is made "
@@ -1400,6 +1402,45 @@ OP_DIFFERENCES: list[OpDifference] = [
             "g = mode.from_tensor(z)\n"
             "with mode:\n"
             "    g.values().real\n"
+            "p = torch.zeros(2, 3, 2).to_sparse_csc(dense_dim=1)\n"
+            "try:\n"
+            "    torch.view_as_complex(p.values())\n"
+            "except RuntimeError as e:\n"
+            "    assert 'do not have strides' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('eager view_as_complex of values() ran')\n"
+            "h = mode.from_tensor(p)\n"
+            "with mode:\n"
+            "    torch.view_as_complex(h.values())\n"
+        ),
+    ),
+    OpDifference(
+        id="copy-between-dense-and-sparse",
+        statement=r"\.copy_\(",
+        attribute="raised",
+        applies=_only_raised(r"copy_\(\) between dense and sparse Tensors is not implemented",
+                             side="real"),
+        reason=(
+            "copy_ between a sparse COO tensor and a strided one (either way round): eager "
+            "refuses, 'copy_() between dense and sparse Tensors is not implemented'; the "
+            "fake (meta) kernel of copy_ checks only that the shapes broadcast, and runs"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def both_ways(s):\n"
+            "    for copy in (lambda: s.to_dense().copy_(s), lambda: s.copy_(s.to_dense())):\n"
+            "        try:\n"
+            "            copy()\n"
+            "        except RuntimeError as e:\n"
+            "            assert 'between dense and sparse Tensors is not implemented' in str(e)\n"
+            "            yield 'refused'\n"
+            "        else:\n"
+            "            yield 'ran'\n"
+            "assert list(both_ways(torch.zeros(2, 3).to_sparse())) == ['refused', 'refused']\n"
+            "with FakeTensorMode():\n"
+            "    assert list(both_ways(torch.zeros(2, 3).to_sparse())) == ['ran', 'ran']\n"
         ),
     ),
     OpDifference(
