@@ -6,7 +6,7 @@ program's step shows that follow from the conversion.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...converters import where
@@ -583,18 +583,28 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
-def _history_has(t: Any, node: str, depth: int = 16) -> bool:
-    """``t``'s autograd history, up to ``depth`` nodes deep, has a ``node``."""
+def _history(t: Any, depth: int, first_inputs_only: bool = False) -> Iterator[Any]:
+    """The nodes of ``t``'s autograd history, at most ``depth`` of them (never
+    loop on a strange graph); with ``first_inputs_only``, the one chain that
+    follows each node's first input back towards the leaf (a view chain)."""
     todo, seen = [getattr(t, "grad_fn", None)], 0
     while todo and seen < depth:
         fn = todo.pop()
         if fn is None:
             continue
         seen += 1
-        if type(fn).__name__ == node:
-            return True
-        todo.extend(f for f, _ in getattr(fn, "next_functions", ()))
-    return False
+        yield fn
+        inputs = [n for n, _ in getattr(fn, "next_functions", ()) if n is not None]
+        todo.extend(inputs[:1] if first_inputs_only else inputs)
+
+
+def _node_name(fn: Any) -> str:
+    return type(fn).__name__
+
+
+def _history_has(t: Any, node: str, depth: int = 16) -> bool:
+    """``t``'s autograd history, up to ``depth`` nodes deep, has a ``node``."""
+    return any(_node_name(fn) == node for fn in _history(t, depth))
 
 
 def _empty_view_as_real_view(t: Any) -> bool:
@@ -728,18 +738,12 @@ def _as_strided_of_a_view(t: Any) -> bool:
     """An as_strided view taken of another view (not straight from the
     leaf), anywhere in ``t``'s history (``torch._neg_view`` of it too): an
     AsStridedBackward0 whose input is no AccumulateGrad."""
-    pending, seen = [t.grad_fn], 0
-    while pending and seen < 50:
-        fn = pending.pop()
-        seen += 1
-        if fn is None:
-            continue
-        inputs = [n for n, _ in fn.next_functions if n is not None]
-        if type(fn).__name__ == "AsStridedBackward0" and inputs and not any(
-                type(n).__name__ == "AccumulateGrad" for n in inputs):
-            return True
-        pending.extend(inputs)
-    return False
+    def of_a_view(fn: Any) -> bool:
+        inputs = [_node_name(n) for n, _ in fn.next_functions if n is not None]
+        return (_node_name(fn) == "AsStridedBackward0" and bool(inputs)
+                and "AccumulateGrad" not in inputs)
+
+    return any(of_a_view(fn) for fn in _history(t, 50))
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -1446,14 +1450,8 @@ def _as_strided_of_a_dtype_view(t: Any) -> bool:
     autograd history, walked back towards the leaf, meets AsStridedBackward0."""
     if t._base is None or t._base.dtype == t.dtype:
         return False
-    node = t.grad_fn
-    for _ in range(32):  # a view chain is short; never loop on a strange graph
-        if node is None:
-            return False
-        if type(node).__name__ == "AsStridedBackward0":
-            return True
-        node = next((n for n, _ in node.next_functions if n is not None), None)
-    return False
+    return any(_node_name(fn) == "AsStridedBackward0"
+               for fn in _history(t, 32, first_inputs_only=True))
 
 
 def _backward_through_a_rebuilt_dtype_view(d: StepDifference) -> bool:
