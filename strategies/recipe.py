@@ -8,11 +8,29 @@ failure prints is, by construction, the code that built the failing tensors.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import dataclasses
 import textwrap
 from typing import Any, Callable, Iterator, TypeVar
 
 R = TypeVar("R")
+
+# Who is told of each recipe line before it runs (the suite's journal: a
+# line that crashes torch while an example is being drawn keeps the recipe
+# so far, that line last).
+_BEFORE_LINE: contextvars.ContextVar[Callable[[str], None] | None] = contextvars.ContextVar(
+    "metafidelity_before_line", default=None)
+
+
+@contextlib.contextmanager
+def telling_lines(before_line: Callable[[str], None]) -> Iterator[None]:
+    """Within the block, recipe builders call ``before_line`` with a script
+    of the recipe so far, its last line the one about to run."""
+    token = _BEFORE_LINE.set(before_line)
+    try:
+        yield
+    finally:
+        _BEFORE_LINE.reset(token)
 
 _RECIPES: Any = None  # WeakIdKeyDictionary tensor -> Recipe, created lazily
 
@@ -151,7 +169,30 @@ class RecipeBuilder:
         self.namespace: dict[str, Any] = {}
         self._stack = contextlib.ExitStack()
         self._counter = 0
+        # (builder, context) of the block this builder's lines go in
+        self._enclosing: tuple[RecipeBuilder, str] | None = None
         exec("import torch", self.namespace)
+
+    def _lines_with(self, pending: list[str]) -> list[str]:
+        """The whole recipe's lines so far, ``pending`` after this builder's."""
+        lines = self.lines + pending
+        if self._enclosing is None:
+            return lines
+        outer, context_expr = self._enclosing
+        return outer._lines_with([f"with {context_expr}:", *("    " + x for x in lines)])
+
+    def _tell(self, code: str) -> None:
+        """Tell whoever listens (:func:`telling_lines`) of ``code`` before it runs."""
+        before_line = _BEFORE_LINE.get()
+        if before_line is None:
+            return
+        root = self
+        while root._enclosing is not None:
+            root = root._enclosing[0]
+        lines = self._lines_with(code.splitlines() if code else [])
+        before_line(Recipe(lines=tuple(lines) or ("pass",), outputs=(),
+                           imports=tuple(sorted((root.imports | self.imports) - {"import torch"})),
+                           contexts=tuple(root.contexts), kinds=tuple(root.kinds)).to_python())
 
     def __getitem__(self, name: str) -> Any:
         return self.namespace[name]
@@ -163,6 +204,7 @@ class RecipeBuilder:
 
     def stmt(self, code: str) -> None:
         """Run ``code`` now and record it."""
+        self._tell(code)
         exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
         self.lines.extend(code.splitlines())
 
@@ -176,6 +218,7 @@ class RecipeBuilder:
         """Like :meth:`let`, but returns None (recording nothing) if torch
         rejects the expression, for ops whose validity is torch's to decide."""
         name = self.fresh(prefix)
+        self._tell(f"{name} = {expr}")
         try:
             value = eval(compile(expr, "<metafidelity recipe>", "eval"), self.namespace)
         except Exception:
@@ -193,6 +236,7 @@ class RecipeBuilder:
         """Run ``code`` and record it if torch accepts it; return whether it
         did.  For single operations that either fail before changing anything
         (shape, dtype and overlap checks) or succeed."""
+        self._tell(code)
         try:
             exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
         except Exception:
@@ -209,6 +253,9 @@ class RecipeBuilder:
             return
         if self.lines:
             raise RuntimeError("RecipeBuilder.within() must come before any line")
+        self.contexts.append(context_expr)
+        self._tell("")
+        self.contexts.pop()
         self._stack.enter_context(eval(context_expr, self.namespace))
         self.contexts.append(context_expr)
 
@@ -226,6 +273,7 @@ class RecipeBuilder:
         sub.namespace = self.namespace
         sub.imports = set(self.imports)
         sub._counter = self._counter
+        sub._enclosing = (self, context_expr)
         with eval(compile(context_expr, "<metafidelity recipe>", "eval"), self.namespace):
             result = make(sub)
         self._counter = sub._counter

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -393,3 +394,48 @@ def test_a_crash_while_shrinking_draws_a_candidate_ends_neither_the_run_nor_its_
         "not shrunk: the process shrinking it killed by SIGSEGV while drawing"), crash
     source = open(crash["reproducer_file"]).read()
     assert "# kinds: dense" in source and "assert_faithful(" in source, source
+
+
+# A recipe line that crashes torch while the example is drawn (drawing runs
+# each line): here a kind of the conftest's whose third line segfaults when
+# the size it drew is 2 or more.
+CRASHING_RECIPE = textwrap.dedent(
+    '''
+    from hypothesis import strategies as st
+
+    from pytest_metafidelity.strategies.kinds import kind
+
+
+    @kind("crashing_recipe", "a tensor whose recipe segfaults for sizes of 2 or more",
+          programs="a test kind", cost_ms=1)
+    def crashing_recipe_kind(draw, b, cfg):
+        n = draw(st.integers(0, 3))
+        t = b.let(f"torch.zeros({n})")
+        b.need("import ctypes")
+        if n >= 2:
+            b.stmt("ctypes.string_at(0)")
+        return [t]
+    '''
+)
+
+
+def test_a_crash_while_a_recipe_is_drawn_keeps_the_case(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(CRASHING_RECIPE)
+    report = pytester.path / "report.json"
+    result = pytester.runpytest_subprocess(
+        "--metafidelity", "--metafidelity-kinds=crashing_recipe",
+        "--metafidelity-converters=meta", "--metafidelity-examples=20",
+        "--metafidelity-shrink-crashes=0", "-p", "no:cacheprovider",
+        f"--metafidelity-report={report}", "-W", "ignore::pytest.PytestAssertRewriteWarning")
+    assert result.ret == 1, result.stdout.str() + result.stderr.str()
+    # The item is in the table and the report as crashed (it once vanished
+    # from both: the journal only heard of an example once it was drawn).
+    result.stdout.fnmatch_lines(["*crashing_recipe*meta*1*", "*[[]crashed[]] crashing_recipe "
+                                 "through meta: crashed (SIGSEGV)*"])
+    (crash,) = json.loads(report.read_text())["crashes"]
+    assert (crash["kind"], crash["signal"]) == ("crashing_recipe", "SIGSEGV"), crash
+    assert crash["choices"], crash  # the draws so far: they replay up to the line
+    # The case: the recipe up to the line that crashed, which crashes on its own.
+    source = open(crash["reproducer_file"]).read()
+    assert re.search(r"t0 = torch\.zeros\([23]\)\nctypes\.string_at\(0\)\n", source), source
+    assert _standalone(crash["reproducer_file"], str(pytester.path), timeout=60) == -signal.SIGSEGV

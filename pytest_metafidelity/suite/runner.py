@@ -295,8 +295,28 @@ def _run_example(
     journal = run.journal if run is not None else None
     if journal is not None:
         journal.reported()  # the previous example's failure, if any
-    recipe, order = draw_case(data, item.kind, devices)
     checks = list(opts.checks) if opts and opts.checks != tuple(default_checks()) else None
+
+    def journal_drawing(source: str) -> None:
+        # Drawing the recipe runs its lines: one that crashes torch there is
+        # recorded with the recipe so far (each line journaled before it
+        # runs) and the choices drawn so far, which replay up to it.
+        if journal is None or run is None:
+            return
+        journal.begin(JournalEntry(
+            RUNNING, 0, nodeid=nodeid, kind=item.kind, converter=item.converter, checks=checks,
+            devices=devices, choices=encode_choices(data),
+            recipe=("# (the process died while this example's recipe was being drawn: at its "
+                    "last line)\n" + source),
+            database_key=run.database_key(nodeid),
+            example=run.tallies.get(nodeid, Counter())["examples"],
+            out_of_turn=run.out_of_turn,
+        ))
+
+    from ..strategies.recipe import telling_lines
+
+    with telling_lines(journal_drawing) if journal is not None else contextlib.nullcontext():
+        recipe, order = draw_case(data, item.kind, devices)
 
     def journal_case(program: "Program | None") -> None:
         if journal is None or run is None:
