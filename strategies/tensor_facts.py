@@ -86,6 +86,22 @@ def is_functorch_wrapped(t: Any) -> bool:
         return False
 
 
+def is_vmap_or_grad_wrapper(t: Any) -> bool:
+    """Whether ``t`` is a BatchedTensor or a GradTrackingTensor: a functorch
+    wrapper of a vmap or grad level, which MetaConverter rebuilds level by
+    level with ``_to_fake_tensor``; not a functional tensor of a
+    ``functionalize`` level (also functorch-wrapped), which it converts
+    through ``meta_tensor``, keeping what is inside."""
+    import torch
+
+    fns = getattr(torch._C, "_functorch", None)
+    try:
+        return fns is not None and (bool(fns.is_batchedtensor(t))
+                                    or bool(fns.is_gradtrackingtensor(t)))
+    except Exception:
+        return False
+
+
 def functorch_unwrapped(t: Any) -> Any:
     """The tensor inside a functorch wrapper, or None."""
     import torch

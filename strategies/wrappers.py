@@ -1,7 +1,8 @@
 """Wrapper tensors of functionalization and functorch: C++ functional tensors
 (``torch._to_functional_tensor``), ``FunctionalTensor`` under
 ``FunctionalTensorMode``, functorch ``BatchedTensor`` (nested levels too) and
-``GradTrackingTensor``.
+``GradTrackingTensor``, and functional tensors of a live
+``torch.func.functionalize`` level.
 
 Functorch wrappers only exist inside a live level, so those kinds make the
 whole recipe run inside ``vmap_increment_nesting``/``grad_increment_nesting``
@@ -14,7 +15,8 @@ by level, with ``_add_batch_dim``/``_wrap_for_grad``.  Levels are numbered from
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from typing import Any, Iterator
 
 from hypothesis import assume, event
 from hypothesis import strategies as st
@@ -293,3 +295,71 @@ def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[
 def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     t = _draw_functorch(draw, b, cfg, "grad")
     return [_top_case(draw, b, t, "functorch_grad", ("wrapped", "nonleaf", "view"))]
+
+
+# -- functional tensors of a torch.func.functionalize level --------------------
+
+FUNCTIONALIZE_MODULE = "import pytest_metafidelity.strategies.wrappers"
+FUNCTORCH_FUNCTIONAL_CASES = ("wrapped", "view", "mutated", "nonleaf")
+
+
+@contextlib.contextmanager
+def functionalize_level(reapply_views: bool) -> Iterator[int]:
+    """The functorch level ``torch.func.functionalize`` enters while its
+    function runs (there, functional wrappers are functorch wrappers: the
+    converter reads them through ``_unwrap_functional_tensor``, at the
+    current level)."""
+    from torch._functorch import eager_transforms
+
+    level = eager_transforms._func_increment_nesting(reapply_views)
+    try:
+        yield level
+    finally:
+        eager_transforms._func_decrement_nesting()
+
+
+def _functionalize_unavailable() -> str | None:
+    return _missing("torch._functorch.eager_transforms._func_increment_nesting",
+                    "torch._functorch.eager_transforms._func_decrement_nesting",
+                    "torch._C._functorch._wrap_functional_tensor",
+                    "torch._C._functorch.current_level",
+                    "torch._C._DisableFuncTorch")
+
+
+@kind("functorch_functional", "functional tensor of a live torch.func.functionalize level (views "
+      "reapplied or not): wrapped, viewed, mutated, non-leaf",
+      unavailable=_functionalize_unavailable, needs_context=True,
+      programs=PROGRAMS_NOT_RUN_IN_CONTEXT, cost_ms=5)
+def functorch_functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    case = draw(st.sampled_from(FUNCTORCH_FUNCTIONAL_CASES))
+    reapply_views = draw(st.booleans())
+    event(f"functorch_functional: {case}, reapply_views={reapply_views}")
+    b.need(FUNCTIONALIZE_MODULE)
+    b.within(f"pytest_metafidelity.strategies.wrappers.functionalize_level({reapply_views})")
+    computes = case in ("mutated", "nonleaf")
+    # Functionalization copies through kernels that shell dtypes (uint3, ...)
+    # lack, views too.
+    dtype = draw(cfg.dtypes.filter(_convertible)) if case != "wrapped" else None
+    plain = b.block(
+        "torch._C._DisableFuncTorch()",
+        lambda sub: draw_dense(draw, sub, cfg, dtype=dtype,
+                               layouts=LAYOUTS if case == "wrapped" else COMPUTE_LAYOUTS,
+                               allow_grad=False),
+    )
+    t = b.let(f"torch._C._functorch._wrap_functional_tensor({plain}, "
+              "torch._C._functorch.current_level())")
+    if case == "view":
+        v = draw_view_chain(draw, b, t)
+        if v == t:
+            made = b.try_let(f"{t}[...]")
+            assume(made is not None)
+            v = made  # type: ignore[assignment]
+        return [v]
+    if case == "mutated":
+        if not b.try_stmt(f"{t}.mul_(2)"):
+            b.stmt(f"{t}.zero_()")
+    if case == "nonleaf":
+        made = b.try_let(f"{t} * 2") or b.try_let(f"{t}.clone()")
+        assume(made is not None)
+        return [made]  # type: ignore[list-item]
+    return [t]

@@ -8,6 +8,7 @@ check_faithful() runs on every kind (its verdicts are the suite's business).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -32,7 +33,7 @@ fc = torch._C._functorch
 AUTOGRAD_KINDS = ["autograd_leaf", "autograd_nonleaf", "autograd_view", "grad_attached", "grad_alias",
                   "parameter", "inference"]
 WRAPPER_KINDS = ["functional", "functional_view", "functional_tensor_mode", "functorch_batched",
-                 "functorch_grad"]
+                 "functorch_grad", "functorch_functional"]
 SUBCLASS_KINDS = ["two_tensor", "two_tensor_nested", "subclass_view", "subclass_ctx", "nested_jagged",
                   "subclass_family"]
 MY_KINDS = AUTOGRAD_KINDS + WRAPPER_KINDS + SUBCLASS_KINDS
@@ -115,7 +116,8 @@ def test_kinds_are_registered_with_flags() -> None:
     for name in MY_KINDS + ["user_subclass"]:
         assert name in kinds, name
     context = {k for k in MY_KINDS if kinds[k].needs_context}
-    assert context == {"functional_tensor_mode", "functorch_batched", "functorch_grad"}
+    assert context == {"functional_tensor_mode", "functorch_batched", "functorch_grad",
+                       "functorch_functional"}
     family = {k for k in MY_KINDS if kinds[k].family}
     assert family == {"grad_alias", "subclass_family"}
 
@@ -287,6 +289,36 @@ def test_functorch_grad(recipe: Any) -> None:
         assert fc.maybe_get_level(t) == fc.current_level()
         assert [lvl for _, lvl in _levels_below(t)] == list(range(len(r.contexts), 0, -1))
     built(recipe, check)
+
+
+@few
+@given(recipes(kinds=["functorch_functional"]))
+def test_functorch_functional(recipe: Any) -> None:
+    # A functional tensor of the live functionalize level the recipe entered
+    # (views reapplied or not), wrapping a plain tensor.
+    (context,) = recipe.contexts
+    assert re.fullmatch(r"pytest_metafidelity\.strategies\.wrappers\.functionalize_level\("
+                        r"(True|False)\)", context), context
+
+    def check(ts: Any, r: Any) -> None:
+        (t,) = ts
+        assert fc.is_functionaltensor(t) and torch._is_functional_tensor(t)
+        assert fc.is_functorch_wrapped_tensor(t)
+        assert fc.current_level() == 1
+        inner = torch._from_functional_tensor(t)
+        assert not fc.is_functorch_wrapped_tensor(inner)
+    built(recipe, check)
+
+
+def test_a_functionalize_level_is_left_when_its_block_ends() -> None:
+    from pytest_metafidelity.strategies.wrappers import functionalize_level
+
+    assert fc.maybe_current_level() is None
+    with pytest.raises(ValueError, match="inside"):
+        with functionalize_level(False) as level:
+            assert fc.current_level() == level == 1
+            raise ValueError("inside")
+    assert fc.maybe_current_level() is None
 
 
 # -- subclasses -------------------------------------------------------------------------

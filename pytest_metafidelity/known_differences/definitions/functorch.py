@@ -1,5 +1,6 @@
 """Known differences of functorch wrappers (BatchedTensor, GradTrackingTensor): the tensor inside
-is rebuilt without its autograd metadata, offset, storage or view-ness.
+is rebuilt without its autograd metadata, offset, storage or view-ness; and of functional
+tensors of a ``torch.func.functionalize`` level.
 
 Each entry follows the predicate saying exactly when it occurs.
 """
@@ -16,6 +17,15 @@ from ..facts import family_wide, needs, plain_strided
 ENTRIES: list[KnownDifference] = []
 
 
+def _inside_vmap_or_grad(case: Case) -> bool:
+    """Some tensor of the family is a vmap or grad wrapper, whose inside
+    ``_to_fake_tensor`` rebuilds (a functional tensor of a ``functionalize``
+    level is converted through ``meta_tensor``: none of these entries)."""
+    from ...strategies.tensor_facts import is_vmap_or_grad_wrapper
+
+    return any(is_vmap_or_grad_wrapper(t) for t in case.family)
+
+
 @needs("functorch")
 def functorch_inner_requires_grad(case: Case) -> bool:
     """The tensor inside functorch wrappers requires grad: MetaConverter's
@@ -25,7 +35,7 @@ def functorch_inner_requires_grad(case: Case) -> bool:
 
     t = case.tensor
     return (t is not None and ".unwrapped" in case.path and functorch_unwrapped(t) is None
-            and bool(t.requires_grad))
+            and bool(t.requires_grad) and _inside_vmap_or_grad(case))
 
 
 ENTRIES.append(KnownDifference(
@@ -65,7 +75,7 @@ def _functorch_innermost(case: Case) -> Any:
     from ...strategies.tensor_facts import functorch_unwrapped
 
     t = case.tensor
-    if t is None:
+    if t is None or not _inside_vmap_or_grad(case):
         return None
     inside = ".unwrapped" in case.path
     for _ in range(16):
@@ -122,7 +132,8 @@ def functorch_inner_storage_nbytes(case: Case) -> bool:
     from ...strategies.tensor_facts import functorch_unwrapped
 
     t = case.tensor
-    if t is None or ".unwrapped" not in case.path or functorch_unwrapped(t) is not None:
+    if (t is None or ".unwrapped" not in case.path or functorch_unwrapped(t) is not None
+            or not _inside_vmap_or_grad(case)):
         return False
     if not plain_strided(t):
         return False
@@ -168,7 +179,8 @@ def functorch_inner_view(case: Case) -> bool:
     from ...strategies.tensor_facts import is_view
 
     t = case.tensor
-    return t is not None and ".unwrapped" in case.path and is_view(t)
+    return (t is not None and ".unwrapped" in case.path and is_view(t)
+            and _inside_vmap_or_grad(case))
 
 
 ENTRIES.append(KnownDifference(
@@ -263,10 +275,10 @@ def functorch_wrapper_of_a_device_backend(case: Case) -> bool:
     Meta (CPU, ...): the meta converter's wrapper of a meta tensor names
     none."""
     from ...checks._dispatch_keys import compared_keys
-    from ..facts import is_functorch_wrapped
+    from ...strategies.tensor_facts import is_vmap_or_grad_wrapper
 
     t = case.tensor
-    if t is None or not is_functorch_wrapped(t):
+    if t is None or not is_vmap_or_grad_wrapper(t):
         return False
     try:
         dense = compared_keys(t).get("Dense")
@@ -303,5 +315,140 @@ ENTRIES.append(KnownDifference(
         "with grad_increment_nesting():\n"
         "    real, fake = (_wrap_for_grad(x, current_level()) for x in (cpu, meta))\n"
         "    assert 'AutogradCPU' in keys(real) and 'AutogradOther' in keys(fake)\n"
+    ),
+))
+
+
+# -- functional tensors of a torch.func.functionalize level ---------------------
+
+
+def _functionalize_wrapper(t: Any) -> bool:
+    """A functional tensor of a ``functionalize`` level (functorch-wrapped)."""
+    import torch
+
+    from ...strategies.tensor_facts import is_functorch_wrapped
+    from ...strategies.torch_errors import safe
+
+    return (t is not None and is_functorch_wrapped(t)
+            and safe(lambda: bool(torch._is_functional_tensor(t)), False))
+
+
+@needs("functorch")
+def functionalize_storage_sized_from_value(case: Case) -> bool:
+    """A functional tensor of a ``functionalize`` level whose storage is not
+    what wrapping its current value alone gives: the real wrapper keeps the
+    functional storage made when its base was wrapped (shared by its views,
+    kept through in-place ops); the converted one wraps a fake of the value
+    (the describer's ``_unwrap_functional_tensor``), and a new functional
+    storage is sized from that value's sizes, strides and offset -- or, where
+    the fake value's sizes are symbolic, takes the size of the fake value's
+    storage (as dynamic-functional-storage-size outside functorch), which
+    the ``storage`` check reads only where it is static."""
+    import torch
+
+    from ...checks._util import has_symbolic, is_symbolic, resolve
+    from ..converter_model import reach
+
+    t = case.tensor
+    if not _functionalize_wrapper(t):
+        return False
+    value = torch._from_functional_tensor(t)
+    expected = 0 if value.numel() == 0 else reach(value)
+    fake = resolve(case.conversion, case.path, fake=True)
+    if _functionalize_wrapper(fake):
+        fake_value = torch._from_functional_tensor(fake)
+        if has_symbolic(fake_value):
+            expected = fake_value.untyped_storage().nbytes()
+            if is_symbolic(expected):
+                return False
+    return bool(t.untyped_storage().nbytes() != expected)
+
+
+ENTRIES.append(KnownDifference(
+    id="functionalize-storage-sized-from-value",
+    check="storage",
+    attribute=r"untyped_storage\(\)\.nbytes\(\)",
+    applies=functionalize_storage_sized_from_value,
+    converters=where(functional=False),
+    reason=(
+        "inside torch.func.functionalize, a functional tensor's storage is the functional "
+        "storage made when its base was wrapped: its views share it (views not reapplied "
+        "are copies inside, x[1:1] of a one-element tensor too), in-place ops keep it "
+        "while they replace the value inside.  MetaConverter converts such a tensor by "
+        "unwrapping its current value and wrapping a fake of it alone at the current "
+        "level (a view's relation to its base is not described: C++ functional views "
+        "outside functorch are refused for that reason, functional-view-refused), so the "
+        "converted wrapper's storage is sized from that value alone"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch.eager_transforms import _func_decrement_nesting, "
+        "_func_increment_nesting\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "level = _func_increment_nesting(False)  # what torch.func.functionalize enters\n"
+        "try:\n"
+        "    with torch._C._DisableFuncTorch():\n"
+        "        x = torch.zeros(2)\n"
+        "    w = torch._C._functorch._wrap_functional_tensor(x, level)\n"
+        "    v = w[1:1]  # views are not reapplied: a copy inside, sharing w's storage\n"
+        "    assert v.untyped_storage().nbytes() == 8\n"
+        "    assert FakeTensorMode().from_tensor(v).untyped_storage().nbytes() == 0\n"
+        "    w.mul_(2)  # the value inside is replaced, the storage kept\n"
+        "    assert w.untyped_storage().nbytes() == 8\n"
+        "    assert FakeTensorMode().from_tensor(w[0]).untyped_storage().nbytes() == 4\n"
+        "finally:\n"
+        "    _func_decrement_nesting()\n"
+    ),
+))
+
+
+@needs("functorch")
+def functionalize_wrapper_with_an_offset(case: Case) -> bool:
+    """A functional tensor of a ``functionalize`` level with a storage
+    offset, which torch's description of it leaves out."""
+    t = case.tensor
+    return _functionalize_wrapper(t) and t.storage_offset() != 0
+
+
+ENTRIES.append(KnownDifference(
+    id="functionalize-described-without-offset",
+    check="metadata",
+    attribute=r"storage_offset\(\)",
+    applies=functionalize_wrapper_with_an_offset,
+    # (with symbolic sizes, offsets are compared by the oracle, through hints)
+    converters=where(functional=False, symbolic=False),
+    reason=(
+        "MetaTensorDescriber describes every functorch-wrapped tensor with no storage and "
+        "storage offset 0 ('TODO: functorch wrapped tensors probably should have storage').  "
+        "A functional tensor of a torch.func.functionalize level has both, and the "
+        "converted wrapper keeps the offset: torch's assert_metadata_eq, which compares "
+        "that description with the converted tensor (this check reads the same fields), "
+        "finds the offsets differ ('0 != 1') on a faithful conversion"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch.eager_transforms import _func_decrement_nesting, "
+        "_func_increment_nesting\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch._subclasses.meta_utils import MetaTensorDescriber, assert_eq, "
+        "assert_metadata_eq\n"
+        "level = _func_increment_nesting(False)  # what torch.func.functionalize enters\n"
+        "try:\n"
+        "    with torch._C._DisableFuncTorch():\n"
+        "        x = torch.zeros(2)[1:]\n"
+        "    w = torch._C._functorch._wrap_functional_tensor(x, level)\n"
+        "    f = FakeTensorMode().from_tensor(w)\n"
+        "    assert w.storage_offset() == f.storage_offset() == 1\n"
+        "    assert MetaTensorDescriber().describe_tensor(w).storage_offset == 0\n"
+        "    try:\n"
+        "        assert_metadata_eq(assert_eq, w, f)\n"
+        "    except AssertionError as e:\n"
+        "        assert str(e) == '0 != 1'\n"
+        "    else:\n"
+        "        raise AssertionError('assert_metadata_eq passed')\n"
+        "finally:\n"
+        "    _func_decrement_nesting()\n"
     ),
 ))
