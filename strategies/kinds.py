@@ -38,6 +38,7 @@ KIND_MODULES = (
     "autograd",
     "wrappers",
     "subclasses",
+    "nested_strided",
 )
 
 Draw = Callable[..., Any]

@@ -537,3 +537,15 @@ def test_register_subclass_rejects_duplicate_name(pair_registered: Any) -> None:
 def test_unregister_unknown_subclass() -> None:
     with pytest.raises(InvalidArgument, match=r"PairTensor.*is not registered"):
         unregister_subclass(PairTensor)
+
+
+@few
+@given(recipes(kinds=["nested_strided"]))
+def test_nested_strided(recipe: Any) -> None:
+    def check(ts: Any, r: Any) -> None:
+        (t,) = ts
+        # The strided layout's NestedTensorImpl: no Python subclass, no sizes.
+        assert t.is_nested and t.layout == torch.strided and type(t) is torch.Tensor
+        with pytest.raises(RuntimeError, match="doesn't support sizes"):
+            t.size()
+    built(recipe, check)
