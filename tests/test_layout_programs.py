@@ -553,6 +553,24 @@ def test_what_a_thirteenth_long_run_met_is_registered(lines: tuple[str, ...], pr
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by an eleventh 30-minute run (--hypothesis-seed=20261217, stop 38); each now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("i = torch.empty((1, 0), dtype=torch.int64)",
+      "t0 = torch.sparse_coo_tensor(i, torch.zeros((0, 0, 0)), (0, 0, 0), is_coalesced=True)"),
+     "with torch.inference_mode():\n    t0.mul_(2)\np1 = t0._indices()", "fake",
+     {"op:sparse-in-place-mul-new-values-in-inference-mode"}),
+    (("t0 = torch.sparse_coo_tensor(torch.empty((2, 0), dtype=torch.int64), torch.zeros(0), "
+      "(2, 3))",),
+     "with torch.inference_mode():\n    t0.mul_(2)\np1 = t0._values()", "fake-real",
+     {"op:sparse-in-place-mul-new-values-in-inference-mode"}),
+    (("t0 = torch.nested.nested_tensor_from_jagged(torch.zeros(1), torch.tensor([0, 1, 1]))",),
+     "p0 = t0.unbind()[0]\np1 = p0.expand((3,))", "refake-fresh", {"op:expand-of-unbacked-size"}),
+])
+def test_what_a_fourteenth_long_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                                      converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

@@ -1560,7 +1560,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="sparse-in-place-mul-new-values-in-inference-mode",
-        statement=r"\._?values\(\)",
+        statement=r"\._?(values|indices)\(\)",
         attribute=(r"is_inference\(\)|is_inference|(ADInplaceOrView|Autograd<backend>) in "
                    r"torch\._C\._dispatch_keys\(t\)|raised"),
         applies=_values_made_in_inference_mode,
@@ -1568,7 +1568,8 @@ OP_DIFFERENCES: list[OpDifference] = [
         reason=(
             "the same new values tensor as sparse-in-place-mul-new-values, made in inference "
             "mode: eager's _values() after a mul_ under torch.inference_mode() is an inference "
-            "tensor (no ADInplaceOrView or Autograd dispatch keys), and values() of it, outside "
+            "tensor (no ADInplaceOrView or Autograd dispatch keys), and so is _indices() (new "
+            "indices too, where the tensor has no elements), and values() of it, outside "
             "inference mode, raises 'Cannot set version_counter for inference tensor'; the "
             "fake's values, written in place, stay what they were"
         ),
@@ -1583,7 +1584,17 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    return t._values().is_inference()\n"
             "assert values_are_inference_after_mul_()\n"
             "with FakeTensorMode():\n"
-            "    assert not values_are_inference_after_mul_()\n"            "def values_after_inference_mul_():\n"
+            "    assert not values_are_inference_after_mul_()\n"
+            "def indices_are_inference_after_mul_of_nothing():\n"
+            "    t = torch.sparse_coo_tensor(torch.empty((1, 0), dtype=torch.int64), "
+            "torch.zeros(0), (3,))\n"
+            "    with torch.inference_mode():\n"
+            "        t.mul_(2)\n"
+            "    return t._indices().is_inference()\n"
+            "assert indices_are_inference_after_mul_of_nothing()\n"
+            "with FakeTensorMode():\n"
+            "    assert not indices_are_inference_after_mul_of_nothing()\n"
+            "def values_after_inference_mul_():\n"
             "    t = torch.sparse_coo_tensor(torch.tensor([[0]]), torch.ones(1), (2,))\n"
             "    with torch.inference_mode():\n"
             "        t.mul_(2)\n"
@@ -1727,6 +1738,37 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        assert 'data-dependent expression' in str(e)\n"
             "    else:\n"
             "        assert len(shape) == 1 and p.shape[1] == 1  # assumed, not 0\n"
+        ),
+    ),
+    OpDifference(
+        id="expand-of-unbacked-size",
+        statement=r"\.(expand|expand_as|broadcast_to)\(|torch\.broadcast_to\(",
+        attribute="raised",
+        applies=_only_raised("non-broadcasting semantics require", side="fake"),
+        converters=where(symbolic=True),
+        reason=(
+            "expand of a tensor with an unbacked size (a component unbind() gives of a "
+            "nested jagged tensor: size u0) to a larger size: eager broadcasts the size-1 "
+            "dimension; the fake cannot know u0 is 1, takes the non-broadcasting reading and "
+            "raises 'non-broadcasting semantics require u0 == 3' (unbacked semantics, by "
+            "design: an unbacked size is not assumed to be 1)"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "def program():\n"
+            "    t = torch.nested.nested_tensor_from_jagged(torch.zeros(1), torch.tensor([0, 1, 1]))\n"
+            "    return t.unbind()[0].expand(3)\n"
+            "assert program().shape == (3,)\n"
+            "with FakeTensorMode(shape_env=ShapeEnv()):\n"
+            "    try:\n"
+            "        program()\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'non-broadcasting semantics require' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError('the fake expanded a size it does not know')\n"
         ),
     ),
     OpDifference(
