@@ -531,8 +531,10 @@ def all_dynamic_context(t: Any, source: Any = None) -> Any:
     if is_traceable_wrapper_subclass(t):
         from torch._dynamo.source import AttrSource
 
-        attrs, _ = t.__tensor_flatten__()
-        inner = {a: all_dynamic_context(getattr(t, a), AttrSource(source, a)) for a in attrs}
+        from .strategies.tensor_facts import inner_tensors
+
+        # (opaque attributes, which hold no tensor, get no context)
+        inner = {a: all_dynamic_context(x, AttrSource(source, a)) for a, x in inner_tensors(t)}
         try:
             return SubclassSymbolicContext(inner_contexts=inner, tensor_source=source, **common)
         except TypeError:  # torch without tensor_source

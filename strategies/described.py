@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .recipe import Recipe, recipe_of
 from .tensor_facts import (COMPRESSED_LAYOUTS, bytes_reached, creation_meta, layout_name,
-                           leaf_view_reached, storage_too_small, version_partition)
+                           leaf_view_reached, opaque_attributes, storage_too_small,
+                           version_partition)
 from .torch_errors import release_frames
 
 if TYPE_CHECKING:
@@ -353,8 +354,19 @@ class _Describer:
                    f"its __tensor_flatten__ context {ctx!r} has no repr that evaluates to it")
             self.lack(name, path, f"a {cls.__qualname__}: {why}")
             return
+        opaque = {}
+        for a, value in opaque_attributes(t):
+            value_source = _enum_member(value)
+            if value_source is None:
+                self.lines.append(f"{name} = None  # not rebuilt")
+                self.lack(name, path, f"a {cls.__qualname__}: its opaque attribute {a} holds "
+                                      f"{value!r}, which is no importable Enum member")
+                return
+            self.imports.add(value_source[0])
+            opaque[a] = value_source[1]
         self.imports.add(source)
-        inner = {a: self.tensor(getattr(t, a), f"{path}.{a}") for a in attrs}
+        inner = {a: opaque[a] if a in opaque else self.tensor(getattr(t, a), f"{path}.{a}")
+                 for a in attrs}
         args = ", ".join(f"{a!r}: {n}" for a, n in inner.items())
         self.lines.append(f"{name} = {cls.__qualname__}.__tensor_unflatten__("
                           f"{{{args}}}, {ctx_source}, {tuple(t.shape)}, {tuple(t.stride())})")
@@ -559,6 +571,19 @@ def _importable(cls: type) -> str | None:
     except (ImportError, AttributeError):
         return None
     return f"from {module} import {qualname.split('.')[0]}" if found is cls else None
+
+
+def _enum_member(value: Any) -> tuple[str, str] | None:
+    """(the import line, the source) of an ``Enum`` member whose class can be
+    imported, or None."""
+    import enum
+
+    if not isinstance(value, enum.Enum):
+        return None
+    source = _importable(type(value))
+    if source is None:
+        return None
+    return source, f"{type(value).__qualname__}.{value.name}"
 
 
 def _literal(value: Any) -> str | None:

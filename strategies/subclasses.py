@@ -80,6 +80,24 @@ SCALED_TENSOR = SubclassSpec(
 )
 
 
+def _opaque_attrs_unavailable() -> str | None:
+    """Why this torch cannot convert a subclass with an opaque inner
+    attribute, or None."""
+    from torch._subclasses.meta_utils import MetaTensorDesc
+
+    if "opaque_attrs" not in {f.name for f in dataclasses.fields(MetaTensorDesc)}:
+        return "this torch's MetaTensorDesc has no opaque_attrs"
+    return None
+
+
+MODE_TENSOR = SubclassSpec(
+    "ModeTensor",
+    "from pytest_metafidelity.strategies.example_subclasses import ModeTensor, ScalingMode",
+    "ModeTensor", 1,
+    lambda draw: "{cls}({0}, ScalingMode." + draw(st.sampled_from(["TENSORWISE", "ROWWISE"])) + ")",
+)
+
+
 # -- user registration ------------------------------------------------------------
 
 _REGISTERED: dict[str, "RegisteredSubclass"] = {}
@@ -273,6 +291,8 @@ def _pool(*, include_builtins: bool = True) -> list[SubclassSpec]:
         if _two_tensor_unavailable() is None:
             pool.append(TWO_TENSOR)
         pool.append(SCALED_TENSOR)
+        if _opaque_attrs_unavailable() is None:
+            pool.append(MODE_TENSOR)
     pool.extend(h.spec for h in _REGISTERED.values())
     return pool
 

@@ -74,6 +74,23 @@ def inner_tensors(t: Any) -> list[tuple[str, Any]]:
     return out
 
 
+def opaque_attributes(t: Any) -> list[tuple[str, Any]]:
+    """(attr, value) of the attributes a traceable wrapper subclass's
+    ``__tensor_flatten__`` names that hold no tensor (opaque values, such as
+    an ``Enum`` member), else []."""
+    import torch
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    if not is_traceable_wrapper_subclass(t):
+        return []
+    try:
+        attrs, _ = t.__tensor_flatten__()
+    except Exception:
+        return []
+    return [(a, getattr(t, a, None)) for a in attrs
+            if not isinstance(getattr(t, a, None), torch.Tensor)]
+
+
 def is_functorch_wrapped(t: Any) -> bool:
     """Whether ``t`` is a functorch wrapper (BatchedTensor,
     GradTrackingTensor): a ``torch.Tensor`` with no storage of its own."""

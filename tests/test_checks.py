@@ -771,6 +771,35 @@ def test_wrappers_checks_inner_tensors_recursively() -> None:
     assert_passes("wrappers", t, converter="meta")
 
 
+def test_wrappers_reads_what_an_opaque_attribute_holds() -> None:
+    # ModeTensor's __tensor_flatten__ names an inner tensor and an attribute
+    # holding an Enum member (an opaque value), which the conversion passes
+    # through: a converter that hands back another member is found, and
+    # the inner tensor is still checked (the opaque attribute is not).
+    from pytest_metafidelity.strategies.example_subclasses import ModeTensor, ScalingMode
+    from pytest_metafidelity.strategies.subclasses import _opaque_attrs_unavailable
+
+    why = _opaque_attrs_unavailable()
+    if why is not None:
+        pytest.skip(why)
+    t = ModeTensor(torch.randn(3, 4), ScalingMode.ROWWISE)
+
+    def other_mode(conv: Any, real: Any, fake: Any) -> Any:
+        return ModeTensor(fake._data, ScalingMode.TENSORWISE)
+
+    with faulty("fake", other_mode):
+        m = assert_reports(run("wrappers", t), "wrappers", "_mode (opaque attribute)", "t0")
+    assert (m.real, m.fake) == (ScalingMode.ROWWISE, ScalingMode.TENSORWISE)
+
+    def odd_data(conv: Any, real: Any, fake: Any) -> Any:
+        return ModeTensor(torch._neg_view(fake._data), fake._mode)
+
+    with faulty("fake", odd_data):
+        assert_reports(run("wrappers", t), "oracle", "is_neg()", "t0._data")
+    for converter in ("meta", "fake", "fake-dynamic", "refake-fresh"):
+        assert_passes("wrappers", t, converter=converter)
+
+
 def test_wrappers_reports_functional_ness() -> None:
     from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
 

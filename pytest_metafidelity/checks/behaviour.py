@@ -66,7 +66,8 @@ from ..converters import clear_dispatch_cache, convert_all
 from ..findings import StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
-from ..strategies.tensor_facts import creation_meta, plain_strided, storage_key, version_partition
+from ..strategies.tensor_facts import (creation_meta, inner_tensors, plain_strided, storage_key,
+                                       version_partition)
 from . import Conversion, Mismatch, check, step_time_limit
 from ._util import quiet_fake_tensor_log, walk_real
 
@@ -538,8 +539,7 @@ def _fake_mode(fakes: Sequence[torch.Tensor]) -> Any:
         if mode is not None:
             return mode
         if is_traceable_wrapper_subclass(f):
-            attrs, _ = f.__tensor_flatten__()
-            pending.extend(getattr(f, a) for a in attrs)
+            pending.extend(inner for _, inner in inner_tensors(f))
     return None
 
 

@@ -6,7 +6,9 @@
    GradTrackingTensor-ness, the level and the batch dim agree; the unwrapped
    tensors (path ``….unwrapped``) are checked recursively.
 3. Traceable wrapper subclasses: the subclass type, the
-   ``__tensor_flatten__`` attribute names and context agree, and every inner
+   ``__tensor_flatten__`` attribute names and context agree, so do the values
+   of the attributes that hold no tensor (opaque values, such as an ``Enum``
+   member, ``<attr> (opaque attribute)``), and every inner
    tensor (path ``t0.<attr>``) is checked recursively with the ``metadata``,
    ``oracle``, ``storage``, ``autograd``, ``sparse`` and ``wrappers``
    checks; inner-tensor mismatches are reported under those checks' names.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..strategies.tensor_facts import inner_tensors, opaque_attributes
 from . import Conversion, Mismatch, check
 from ._util import related, safe
 
@@ -90,6 +93,10 @@ def read_wrapping(t: Any) -> dict[str, Any]:
         attrs, ctx = safe(lambda: t.__tensor_flatten__(), (None, None))
         out["__tensor_flatten__ attrs"] = tuple(attrs) if attrs is not None else None
         out["__tensor_flatten__ context"] = ctx
+        # what the attrs that hold no tensor hold (an opaque value, passed
+        # through to __tensor_unflatten__ as it is)
+        for attr, value in opaque_attributes(t):
+            out[f"{attr} (opaque attribute)"] = value
     return out
 
 
@@ -121,11 +128,10 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
                 if ru is not None and fu is not None:
                     inner_pairs.append((f"{path}.unwrapped", ru, fu))
         if is_traceable_wrapper_subclass(real) and is_traceable_wrapper_subclass(fake):
-            attrs, _ = real.__tensor_flatten__()
-            fattrs, _ = fake.__tensor_flatten__()
-            for attr in attrs:
-                if attr in fattrs:
-                    inner_pairs.append((f"{path}.{attr}", getattr(real, attr), getattr(fake, attr)))
+            fake_inner = dict(inner_tensors(fake))
+            for attr, inner in inner_tensors(real):
+                if attr in fake_inner:
+                    inner_pairs.append((f"{path}.{attr}", inner, fake_inner[attr]))
         for sub_path, r, f in inner_pairs:
             sub = Conversion((sub_path,), (r,), (f,), conv.converter, inner=True)
             found += run_checks(sub, list(INNER_CHECKS))
