@@ -114,7 +114,7 @@ def main() -> None:
 
     from pytest_metafidelity.strategies.programs import ATEN_STEPS_VARIABLE
 
-    os.environ[ATEN_STEPS_VARIABLE] = "1"  # (the default; a caller's =0 would hide them)
+    os.environ[ATEN_STEPS_VARIABLE] = "1"  # the schema-built steps are opt-in
 
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     warnings.simplefilter("ignore")

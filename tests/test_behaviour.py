@@ -349,7 +349,7 @@ def test_a_step_raising_in_torch_leaves_the_dispatch_key_sets_alone() -> None:
     assert (torch.ones(1, requires_grad=True) * 2).requires_grad
 
 
-def test_programs_draw_schema_built_steps_unless_the_variable_turns_them_off(
+def test_programs_draw_schema_built_steps_only_with_the_variable_set(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from pytest_metafidelity.strategies.programs import ATEN_STEPS_VARIABLE
 
@@ -359,11 +359,9 @@ def test_programs_draw_schema_built_steps_unless_the_variable_turns_them_off(
         return {step.op for program in seeded_programs(tensors, 40, seed=0)
                 for step in program.steps}
 
-    monkeypatch.delenv(ATEN_STEPS_VARIABLE, raising=False)
-    assert ops() & ATEN_NAMES, "no schema-built step in 40 programs by default"
     monkeypatch.setenv(ATEN_STEPS_VARIABLE, "1")
     assert ops() & ATEN_NAMES, "no schema-built step in 40 programs with the variable set"
-    monkeypatch.setenv(ATEN_STEPS_VARIABLE, "0")
+    monkeypatch.delenv(ATEN_STEPS_VARIABLE)
     assert ops() <= {op.name for op in VOCABULARIES["strided"]}
 
 
