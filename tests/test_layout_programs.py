@@ -568,6 +568,28 @@ def test_what_a_fourteenth_long_run_met_is_registered(lines: tuple[str, ...], pr
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met in the first minutes of a 30-minute run with aten's schema-built steps
+# on (METAFIDELITY_ATEN_STEPS=1, --hypothesis-seed=20261218, stop 38); each
+# now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("t0 = torch.zeros(2, dtype=torch.long)",), "t0.logit_()", "meta",
+     {"op:meta-skips-argument-checks"}),
+    (("t0 = torch.zeros((), dtype=torch.int32)",), "t0.logit_()", "fake",
+     {"op:meta-skips-argument-checks"}),
+    (("t0 = torch.zeros(())",), "t0.index_put_([t0.new_zeros((1,), dtype=torch.long)], t0)",
+     "fake-dynamic", {"op:meta-skips-argument-checks"}),
+    (("t0 = torch.zeros(3, dtype=torch.long)",), "t0.floor_divide_(t0)", "meta",
+     {"op:integer-division-by-zero"}),
+    (("t0 = torch.zeros(3, dtype=torch.int16)",), "t0.remainder_(t0)", "fake",
+     {"op:integer-division-by-zero"}),
+    (("t0 = torch.zeros((), dtype=torch.long)",), "p0 = t0.narrow(0, t0, 0)", "functional",
+     {"op:narrow-reads-a-tensor-start-first"}),
+])
+def test_what_a_run_with_aten_steps_met_is_registered(lines: tuple[str, ...], program: str,
+                                                      converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
+
+
 def test_no_drawn_resize_grows_a_storage_that_ends_before_the_tensors_offset() -> None:
     # zero_() writes the tensor's elements only; the bytes below its offset
     # would stay uninitialized, and a later as_strided_ read them (eager's

@@ -243,7 +243,7 @@ ZERO_ELEMENT_VIEW_REPRODUCER = (
 ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
     "embedding_renorm_": r"Expected 2-dimensional tensor, but got \d+-dimensional",
     "bernoulli_": r"Expected p_in >= 0 && p_in <= 1",
-    "index_put_": r"shape mismatch: value tensor of shape",
+    "index_put_": r"shape mismatch: value tensor of shape|too many indices for tensor of dimension",
     "index_reduce_": (r"Expected reduce to be one of|Index is supposed to be a vector|"
                       r"Number of indices \(\d+\) should be equal to source"),
     "_reshape_alias": (r"numel: integer multiplication overflow|dimensionality of sizes \(\d+\) "
@@ -256,6 +256,7 @@ ARGUMENT_CHECKS_SKIPPED: dict[str, str] = {
     # dtype-cast-error-wording)
     "index_copy_": r"Number of indices \(\d+\) should be equal to source",
     "true_divide_": r"can't be cast to the desired output type",
+    "logit_": r"can't be cast to the desired output type",
 }
 
 # How eager's kernels and the meta implementations word a rule on the number
@@ -920,6 +921,64 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="integer-division-by-zero",
+        statement=(r"\.(floor_divide|remainder|fmod|div|divide|true_divide)_?\(|"
+                   r"torch\.(floor_divide|remainder|fmod|div|divide)\("),
+        attribute="raised",
+        applies=_only_raised(r"ZeroDivisionError", side="real"),
+        reason=(
+            "integer division (floor_divide_, remainder_, ...) by a tensor holding a zero: "
+            "eager's kernel raises 'ZeroDivisionError' on reading the divisor; a fake or meta "
+            "tensor holds no values to find the zero in, and its kernel runs"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "for op in ('floor_divide_', 'remainder_'):\n"
+            "    def run(device):\n"
+            "        x = torch.zeros(2, dtype=torch.long, device=device)\n"
+            "        getattr(x, op)(torch.zeros(2, dtype=torch.long, device=device))\n"
+            "    try:\n"
+            "        run('cpu')\n"
+            "    except RuntimeError as e:\n"
+            "        assert 'ZeroDivisionError' in str(e)\n"
+            "    else:\n"
+            "        raise AssertionError(f'eager {op} divided by zero')\n"
+            "    run('meta')\n"
+        ),
+    ),
+    OpDifference(
+        id="narrow-reads-a-tensor-start-first",
+        statement=r"\.narrow\(|torch\.narrow\(",
+        attribute="raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            "narrow() cannot be applied to a 0-dim tensor" in str(m.real)
+            and re.search(r"DataDependentOutputException|Tensor\.item\(\) cannot be called on "
+                          r"meta tensors", str(m.fake)) is not None),
+        reason=(
+            "narrow with a tensor start (narrow(0, t, 0)) of a 0-dim tensor: eager refuses the "
+            "0-dim tensor first ('narrow() cannot be applied to a 0-dim tensor.'); a fake or "
+            "meta tensor first reads the start's value with item(), which it does not have "
+            "(DataDependentOutputException; 'Tensor.item() cannot be called on meta tensors'): "
+            "both refuse, in another order"
+        ),
+        link=BY_DESIGN,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def run(device):\n"
+            "    x = torch.zeros((), dtype=torch.long, device=device)\n"
+            "    try:\n"
+            "        x.narrow(0, torch.zeros((), dtype=torch.long, device=device), 0)\n"
+            "    except Exception as e:\n"
+            "        return f'{type(e).__name__}: {e}'\n"
+            "assert 'cannot be applied to a 0-dim tensor' in run('cpu')\n"
+            "assert 'cannot be called on meta tensors' in run('meta')\n"
+            "with FakeTensorMode():\n"
+            "    assert run('cpu').startswith('DataDependentOutputException')\n"
+        ),
+    ),
+    OpDifference(
         id="meta-skips-argument-checks",
         statement="|".join(re.escape(op) for op in ARGUMENT_CHECKS_SKIPPED),
         attribute="raised",
@@ -947,6 +1006,8 @@ OP_DIFFERENCES: list[OpDifference] = [
             "device=d)),\n"
             "    lambda d: torch.zeros(2, 2, device=d).index_reduce_(0, L(d), torch.zeros(1, 2, "
             "device=d), 'sum'),\n"
+            "    lambda d: torch.zeros((), device=d).index_put_([L(d)], torch.zeros((), device=d)),\n"
+            "    lambda d: L(d).logit_(),\n"
             "]\n"
             "for case in cases:\n"
             "    try:\n"
