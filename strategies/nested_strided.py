@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from hypothesis import event
+from hypothesis import assume, event
 from hypothesis import strategies as st
 
 from .config import GenConfig, fill_expr
@@ -35,12 +35,14 @@ def _unavailable() -> str | None:
                "no converted tensor to run a program on",
       cost_ms=2)
 def nested_strided_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    # The strided layout's storage lives on the CPU (or an accelerator), never
+    # on meta: rejected where the user's devices allow no CPU tensor.
+    assume(draw(cfg.devices) == "cpu")
     case = draw(st.sampled_from(NESTED_STRIDED_CASES))
     event(f"nested_strided: {case}")
     if case == "empty":
         return [b.let("torch.nested.nested_tensor([])")]
     dtype = draw(cfg.dtypes.filter(grad_capable) if case == "requires_grad" else cfg.dtypes)
-    # (components live on the CPU: the strided layout has no meta kernels)
     ndim = draw(st.integers(2 if case == "transposed" else 1, 3))
     shapes = draw(st.lists(st.tuples(*[st.integers(0, 3)] * ndim), min_size=1, max_size=3))
     parts = [fill_expr(math.prod(shape), dtype, "cpu") + f".reshape({shape})" for shape in shapes]
