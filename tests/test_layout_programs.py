@@ -568,6 +568,18 @@ def test_what_a_fourteenth_long_run_met_is_registered(lines: tuple[str, ...], pr
     assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
+# Met by a twelfth 30-minute run (--hypothesis-seed=20261219, stop 38); now registered.
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic", "fake-real",
+                                       "refake-fresh"])
+@pytest.mark.parametrize("n", [0, 3])
+def test_what_a_fifteenth_long_run_met_is_registered(converter: str, n: int) -> None:
+    lines = (f"t0 = torch.zeros({n})", "t0.requires_grad_()", "t1 = t0.unsqueeze(0)",
+             "t2 = t1.transpose(0, 0)")
+    program = "t1.retain_grad()\nt2.sum().abs().backward()\np2 = t1.grad"
+    assert known_ids(behaviour_of_all(lines, program, converter)) == [
+        "behaviour-retained-grad-of-a-view-bypassed"]
+
+
 # Met in the first minutes of a 30-minute run with aten's schema-built steps
 # on (METAFIDELITY_ATEN_STEPS=1, --hypothesis-seed=20261218, stop 38); each
 # now registered.

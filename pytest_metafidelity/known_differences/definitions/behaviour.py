@@ -1392,6 +1392,59 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _view_of_a_view(t: Any) -> bool:
+    """A view whose autograd history passes another view before its leaf
+    (t.unsqueeze(0).transpose(0, 1)): the converters rebuild it from the
+    root, not from the view between."""
+    from ...strategies.tensor_facts import is_view
+
+    if not is_view(t):
+        return False
+    chain = [_node_name(fn) for fn in _history(t, 16, first_inputs_only=True)]
+    return len([n for n in chain if n != "AccumulateGrad"]) >= 2
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-retained-grad-of-a-view-bypassed",
+    check="behaviour",
+    attribute=r"result is a tensor",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: (d.attribute == "result is a tensor" and d.real == "True" and d.fake == "False"
+                   and re.search(r"\.grad\b", d.source) is not None),
+        in_family=_view_of_a_view),
+    reason=(
+        "retain_grad() on a view (t1 = t0.unsqueeze(0)), then a backward through a view made "
+        "from it (t2 = t1.transpose(0, 0)): in eager the backward passes t1's node, which "
+        "keeps its gradient; the converters rebuild every view from the root (as_strided of "
+        "t0, 'we don't actually faithfully replicate autograd connectivity'), so the "
+        "backward through the converted t2 never passes the converted t1, whose .grad stays "
+        "None (a control made under the mode keeps the chain and agrees with eager); as "
+        "behaviour-view-of-leaf-view-disconnected, for a view of a leaf that requires grad"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/issues/88205",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def views():\n"
+        "    t0 = torch.zeros(3, requires_grad=True)\n"
+        "    t1 = t0.unsqueeze(0)\n"
+        "    return t1, t1.transpose(0, 0)\n"
+        "t1, t2 = views()\n"
+        "t1.retain_grad()\n"
+        "t2.sum().backward()\n"
+        "assert t1.grad is not None\n"
+        "mode = FakeTensorMode()\n"
+        "f1, f2 = (mode.from_tensor(t) for t in views())\n"
+        "with mode:\n"
+        "    f1.retain_grad()\n"
+        "    f2.sum().backward()\n"
+        "assert f1.grad is None\n"
+    ),
+))
+
+
 @reads_record("behaviour_differences")
 @family_wide
 def _values_of_a_coo_made_in_inference_mode(case: Case) -> bool:
