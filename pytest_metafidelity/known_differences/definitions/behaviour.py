@@ -157,9 +157,13 @@ _BEHAVIOUR_ENTRIES += [
         id="behaviour-no-grad-view-accumulates-grad",
         check="behaviour",
         attribute=r"grad is not None",
+        # (only where such a view was converted: a view a program takes in
+        # no_grad mode is no converted tensor, and a fake that tracks it
+        # anyway is a conversion bug)
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True"),
+            lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True",
+            in_family=lambda t: _no_grad_view(t)),
         converters=where(functional=False),
         reason=(
             "the converted view (a meta tensor or a fake) of a view taken in no_grad (or "
