@@ -28,6 +28,17 @@ from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
 __all__ = ["ModeTensor", "ScaledTensor", "ScalingMode"]
 
 
+def _wrapper_like(cls: Any, data: torch.Tensor, outer_size: Any, outer_stride: Any) -> Any:
+    """An instance of the wrapper subclass ``cls`` mirroring ``data``'s sizes
+    (or ``outer_size``), strides (or ``outer_stride``), storage offset, dtype,
+    device, layout and requires_grad."""
+    size = data.size() if outer_size is None else outer_size
+    stride = data.stride() if outer_stride is None else outer_stride
+    return torch.Tensor._make_wrapper_subclass(
+        cls, size, strides=stride, storage_offset=data.storage_offset(), dtype=data.dtype,
+        device=data.device, layout=data.layout, requires_grad=data.requires_grad)
+
+
 class ScaledTensor(torch.Tensor):
     """A wrapper around one inner tensor ``_data`` carrying a Python float
     ``scale`` and a string ``label`` in its flatten context.
@@ -57,18 +68,7 @@ class ScaledTensor(torch.Tensor):
             raise TypeError(f"ScaledTensor scale must be a Python float, got {scale!r}")
         if not isinstance(label, str):
             raise TypeError(f"ScaledTensor label must be a str, got {label!r}")
-        size = data.size() if outer_size is None else outer_size
-        stride = data.stride() if outer_stride is None else outer_stride
-        out = torch.Tensor._make_wrapper_subclass(
-            cls,
-            size,
-            strides=stride,
-            storage_offset=data.storage_offset(),
-            dtype=data.dtype,
-            device=data.device,
-            layout=data.layout,
-            requires_grad=data.requires_grad,
-        )
+        out = _wrapper_like(cls, data, outer_size, outer_stride)
         out._data = data
         out._scale = float(scale)
         out._label = label
@@ -127,11 +127,7 @@ class ModeTensor(torch.Tensor):
             raise TypeError(f"ModeTensor wraps a tensor, got {type(data).__name__}")
         if not isinstance(mode, ScalingMode):
             raise TypeError(f"ModeTensor mode must be a ScalingMode, got {mode!r}")
-        size = data.size() if outer_size is None else outer_size
-        stride = data.stride() if outer_stride is None else outer_stride
-        out = torch.Tensor._make_wrapper_subclass(
-            cls, size, strides=stride, storage_offset=data.storage_offset(), dtype=data.dtype,
-            device=data.device, layout=data.layout, requires_grad=data.requires_grad)
+        out = _wrapper_like(cls, data, outer_size, outer_stride)
         out._data = data
         out._mode = mode
         return out

@@ -55,9 +55,9 @@ def grad_of(t: Any) -> Any:
         return None
 
 
-def inner_tensors(t: Any) -> list[tuple[str, Any]]:
-    """(attr, inner tensor) of a traceable wrapper subclass, else []."""
-    import torch
+def _flattened(t: Any) -> list[tuple[str, Any]]:
+    """(attr, value) of each attribute a traceable wrapper subclass's
+    ``__tensor_flatten__`` names, else []."""
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     if not is_traceable_wrapper_subclass(t):
@@ -66,12 +66,14 @@ def inner_tensors(t: Any) -> list[tuple[str, Any]]:
         attrs, _ = t.__tensor_flatten__()
     except Exception:
         return []
-    out = []
-    for a in attrs:
-        v = getattr(t, a, None)
-        if isinstance(v, torch.Tensor):
-            out.append((a, v))
-    return out
+    return [(a, getattr(t, a, None)) for a in attrs]
+
+
+def inner_tensors(t: Any) -> list[tuple[str, Any]]:
+    """(attr, inner tensor) of a traceable wrapper subclass, else []."""
+    import torch
+
+    return [(a, v) for a, v in _flattened(t) if isinstance(v, torch.Tensor)]
 
 
 def opaque_attributes(t: Any) -> list[tuple[str, Any]]:
@@ -79,16 +81,8 @@ def opaque_attributes(t: Any) -> list[tuple[str, Any]]:
     ``__tensor_flatten__`` names that hold no tensor (opaque values, such as
     an ``Enum`` member), else []."""
     import torch
-    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    if not is_traceable_wrapper_subclass(t):
-        return []
-    try:
-        attrs, _ = t.__tensor_flatten__()
-    except Exception:
-        return []
-    return [(a, getattr(t, a, None)) for a in attrs
-            if not isinstance(getattr(t, a, None), torch.Tensor)]
+    return [(a, v) for a, v in _flattened(t) if not isinstance(v, torch.Tensor)]
 
 
 def is_functorch_wrapped(t: Any) -> bool:
