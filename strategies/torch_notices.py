@@ -2,7 +2,7 @@
 
 Our strategies build complex32 tensors, sparse compressed layouts,
 tensors whose sparse invariants are not checked, quantized tensors (deprecated
-in torch 2.13) and zero-stride tensors whose
+in torch 2.13), nested tensors of the strided layout and zero-stride tensors whose
 grads do not obey the gradient layout contract, and our programs copy complex
 values into real tensors, on purpose; torch warns about each the first time.  Those notices are about our choices, not the user's
 code, so drawing and building tensors (and the suite) run with them ignored
@@ -28,6 +28,8 @@ TORCH_NOTICES = (
     "Casting complex values to real discards the imaginary part",
     # the quantized kind's quantize_per_tensor / quantize_per_channel (torch >= 2.13)
     r".*quantized tensor creation functions that produce tensors with dtype .* are deprecated",
+    # the nested_strided kind's torch.nested.nested_tensor of the strided layout
+    "The PyTorch API of nested tensors is in prototype stage",
 )
 
 
