@@ -580,6 +580,15 @@ def test_what_a_fifteenth_long_run_met_is_registered(converter: str, n: int) -> 
         "behaviour-retained-grad-of-a-view-bypassed"]
 
 
+# Met by a default 40 s run on a fresh clone (stop 38); now registered.
+def test_what_a_default_run_met_is_registered() -> None:
+    lines = ("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", "t0.requires_grad_()",
+             "t3 = torch._neg_view(t0.view(-1))[1:1:1]")
+    program = "with torch.inference_mode():\n    t3.unsqueeze_(0)"
+    assert known_ids(behaviour_of_all(lines, program, "meta")) == [
+        "op:view-replay-unchecked-storage-bounds"]
+
+
 # Met in the first minutes of a 30-minute run with aten's schema-built steps
 # on (METAFIDELITY_ATEN_STEPS=1, --hypothesis-seed=20261218, stop 38); each
 # now registered.
