@@ -461,13 +461,14 @@ OP_DIFFERENCES: list[OpDifference] = [
         id="view-replay-unchecked-storage-bounds",
         # The storage emptied by the step, or given so (an in-place view op
         # under no_grad on a view of it).
-        statement=(r"\.set_\(\)|\.resize_\(0\)"
-                   r"|^with torch\.(no_grad|inference_mode)\(\):\n\s+\w+\.\w+_\("),
+        statement=(r"\.set_\(\)|\.resize_\(0\)|^with torch\.no_grad\(\):\n\s+\w+\.\w+_\("
+                   r"|^with torch\.inference_mode\(\):\n\s+\w+\."
+                   r"(unsqueeze|squeeze|transpose|t|swapdims|swapaxes|as_strided)_\("),
         attribute=r"is_leaf",
         applies=lambda m, same_path: m.real is None and m.fake is not None,
         reason=(
-            "a view whose base was changed in place under no_grad (or inference_mode) "
-            "regenerates its autograd "
+            "a view whose base was changed in place under no_grad (or, by an in-place view op, "
+            "in inference mode) regenerates its autograd "
             "history when its is_leaf is read, by replaying the view on the base; after the "
             "base's storage was emptied (set_() with no arguments, untyped_storage().resize_(0)), "
             "or was given smaller than the view reaches, "
