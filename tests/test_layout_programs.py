@@ -580,13 +580,23 @@ def test_what_a_fifteenth_long_run_met_is_registered(converter: str, n: int) -> 
         "behaviour-retained-grad-of-a-view-bypassed"]
 
 
-# Met by a default 40 s run on a fresh clone (stop 38); now registered.
-def test_what_a_default_run_met_is_registered() -> None:
-    lines = ("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", "t0.requires_grad_()",
-             "t3 = torch._neg_view(t0.view(-1))[1:1:1]")
-    program = "with torch.inference_mode():\n    t3.unsqueeze_(0)"
-    assert known_ids(behaviour_of_all(lines, program, "meta")) == [
-        "op:view-replay-unchecked-storage-bounds"]
+# Met by default 40 s runs on fresh clones (stop 38); now registered.
+@pytest.mark.parametrize("lines, program, converter, entries", [
+    (("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", "t0.requires_grad_()",
+      "t3 = torch._neg_view(t0.view(-1))[1:1:1]"),
+     "with torch.inference_mode():\n    t3.unsqueeze_(0)", "meta",
+     {"op:view-replay-unchecked-storage-bounds"}),
+    (("t0 = torch.sparse_csr_tensor(torch.tensor([0]), torch.empty((0,), dtype=torch.int64), "
+      "torch.zeros(0), (0, 1))",),
+     "t0.requires_grad_(True)\np0 = t0.values()\np0.sum().abs().backward()", "fake",
+     {"op:compressed-gradient-made-outside-the-mode"}),
+    (("t0 = torch.zeros(2, 3).to_sparse_csr()",),
+     "t0.requires_grad_(True)\np0 = t0.values()\np0.sum().abs().backward()", "fake-real",
+     {"op:compressed-gradient-made-outside-the-mode"}),
+])
+def test_what_a_default_run_met_is_registered(lines: tuple[str, ...], program: str,
+                                              converter: str, entries: set[str]) -> None:
+    assert set(known_ids(behaviour_of_all(lines, program, converter))) == entries
 
 
 # Met in the first minutes of a 30-minute run with aten's schema-built steps

@@ -1479,6 +1479,46 @@ OP_DIFFERENCES: list[OpDifference] = [
         ),
     ),
     OpDifference(
+        id="compressed-gradient-made-outside-the-mode",
+        statement=r"\.backward\(|autograd\.backward\(",
+        attribute="raised",
+        applies=_only_raised(r"Please convert all Tensors to FakeTensors first.*"
+                             r"Found in aten\.[\w.]+\(tensor\(crow_indices=",
+                             side="fake"),
+        reason=(
+            "a backward into a sparse CSR leaf: values()'s backward builds the leaf's "
+            "gradient with the compressed-tensor constructor, which under FakeTensorMode makes "
+            "a plain CSR tensor around fake members, not a fake; accumulating it into .grad "
+            "(clone) is then refused, 'Please convert all Tensors to FakeTensors first'. Eager "
+            "runs; a CSR fake made under the mode (to_sparse_csr of a fake) meets it too, so "
+            "every fake converter does. (CSC, BSR and BSC leaves: eager and fake both refuse "
+            "the accumulation, 'do not have is_contiguous'.)"
+        ),
+        link=UNFILED,
+        errors_decide=True,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "def backward_of_values(c):\n"
+            "    c.requires_grad_(True)\n"
+            "    try:\n"
+            "        c.values().sum().backward()\n"
+            "    except AssertionError as e:\n"
+            "        assert 'convert all Tensors to FakeTensors' in str(e)\n"
+            "        return 'refused'\n"
+            "    return 'ran'\n"
+            "c = torch.sparse_csr_tensor(torch.tensor([0]), torch.empty((0,), dtype=torch.int64),\n"
+            "                            torch.zeros(0), (0, 1))\n"
+            "assert backward_of_values(c.clone()) == 'ran'\n"
+            "mode = FakeTensorMode()\n"
+            "f = mode.from_tensor(c)\n"
+            "made = mode.from_tensor(torch.eye(2))\n"
+            "with mode:\n"
+            "    assert backward_of_values(f) == 'refused'\n"
+            "    assert backward_of_values(made.to_sparse_csr()) == 'refused'\n"
+        ),
+    ),
+    OpDifference(
         id="copy-between-dense-and-sparse",
         statement=r"\.copy_\(",
         attribute="raised",
