@@ -4,8 +4,10 @@
     .venv/bin/python benchmarks/property_coverage.py [EXAMPLES_PER_KIND]
 
 Draws EXAMPLES_PER_KIND (default 20) tensors of every kind ``meta_tensors()``
-draws and families of every family kind ``tensor_families()`` draws, on the
-cpu and meta devices, derandomized (the same tensors every run).  Reads every
+draws, families of every family kind ``tensor_families()`` draws, and the
+recipes of every kind whose tensors exist only inside a functorch level or a
+mode (read inside it), on the cpu and meta devices, derandomized (the same
+tensors every run).  Reads every
 property on every tensor (the reads that may crash only where safe: see
 :mod:`pytest_metafidelity.property_values`) and prints the property table
 with what was drawn of each -- ``both`` (two values or more), ``only X``,
@@ -25,7 +27,8 @@ from hypothesis import HealthCheck, given, settings
 
 from pytest_metafidelity.properties import Property, markdown_table, markdown_totals, properties
 from pytest_metafidelity.property_values import NotRead, TensorReading, read_value
-from pytest_metafidelity.strategies import available_kinds, meta_tensors, tensor_families
+from pytest_metafidelity.strategies import (Recipe, available_kinds, meta_tensors, recipes,
+                                            tensor_families)
 
 DEVICES = ["cpu", "meta"]
 
@@ -77,13 +80,25 @@ class Tally:
 
 def draw_and_read(examples: int, props: list[Property]) -> Tally:
     tally = Tally()
-    kinds = [k for k in available_kinds().values() if not k.needs_context]
-    for kind in kinds:
+    run = settings(max_examples=examples, derandomize=True, database=None, deadline=None,
+                   suppress_health_check=list(HealthCheck))
+    for kind in available_kinds().values():
+        if kind.needs_context:
+            # Tensors of a functorch level or a mode exist only inside it:
+            # read there, as the suite converts them.
+            @run
+            @given(recipes(kinds=[kind.name], devices=DEVICES))
+            def read_inside(recipe: Recipe) -> None:
+                with recipe.active_contexts() as namespace:
+                    for t in recipe.build_in(namespace):
+                        tally.read(props, t)
+
+            read_inside()
+            continue
         strategy = (tensor_families(kinds=[kind.name], devices=DEVICES) if kind.family
                     else meta_tensors(kinds=[kind.name], devices=DEVICES).map(lambda t: (t,)))
 
-        @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-                  suppress_health_check=list(HealthCheck))
+        @run
         @given(strategy)
         def read_all(tensors: tuple[Any, ...]) -> None:
             for t in tensors:

@@ -72,14 +72,18 @@ def label(value: Any) -> str:
 
 
 def memory_is_readable(t: Any) -> bool:
-    """A plain CPU strided tensor whose storage holds every byte it reaches."""
+    """A plain CPU strided tensor whose storage holds every byte it reaches
+    (not a functional or functorch wrapper, whose storage is its wrapped
+    tensor's: the allocator's reads segfault on it)."""
     import torch
 
     from .strategies.tensor_facts import storage_too_small
 
     try:
         return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided
-                and t.device.type == "cpu" and not storage_too_small(t))
+                and t.device.type == "cpu" and not torch._is_functional_tensor(t)
+                and not torch._C._functorch.is_functorch_wrapped_tensor(t)
+                and not storage_too_small(t))
     except Exception:
         return False
 

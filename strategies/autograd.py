@@ -134,10 +134,12 @@ VIEW_CASES = (
     "view_of_nonleaf",
     "inplace_on_view",
     "base_modified_after_view",
+    "custom_function_view",
 )
 
 
-@kind("autograd_view", "views of leaves requiring grad, no_grad views, base/view differing in requires_grad",
+@kind("autograd_view", "views of leaves requiring grad, no_grad views, base/view differing in "
+      "requires_grad, views a custom autograd.Function returns",
       cost_ms=12)
 def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(VIEW_CASES))
@@ -159,6 +161,14 @@ def autograd_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]
         y = b.let(f"{x}.view_as({x})") if b[x].is_contiguous() else b.let(f"{x}[...]")
         b.stmt(f"{y}.requires_grad_()")
         return [_view_of(draw, b, y)]
+    if case == "custom_function_view":
+        # The output of a custom autograd.Function that is a view of its
+        # input (CreationMeta.IN_CUSTOM_FUNCTION), of a leaf or of a view.
+        x = draw_leaf(draw, b, cfg, layouts=("contiguous", "strided", "channels_last"))
+        if draw(st.booleans()):
+            x = _view_of(draw, b, x)
+        b.need("from pytest_metafidelity.strategies.example_functions import ViewOfInput")
+        return [b.let(f"ViewOfInput.apply({x})")]
     x = draw_leaf(draw, b, cfg)
     y = draw_op(draw, b, x)
     v = _view_of(draw, b, y)

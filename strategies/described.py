@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .recipe import Recipe, recipe_of
 from .tensor_facts import (COMPRESSED_LAYOUTS, bytes_reached, creation_meta, layout_name,
-                           leaf_view_reached, opaque_attributes, storage_too_small,
-                           version_partition)
+                           is_zero_tensor, leaf_view_reached, opaque_attributes,
+                           storage_too_small, version_partition)
 from .torch_errors import release_frames
 
 if TYPE_CHECKING:
@@ -222,6 +222,8 @@ class _Describer:
             self._sparse_compressed(name, t, path)
         elif t.is_quantized:
             self._quantized(name, t, path)
+        elif t.layout == torch.strided and is_zero_tensor(t):
+            self._zero_tensor(name, t, path)
         elif t.layout == torch.strided:
             self._strided(name, t)
         elif getattr(t, "is_mkldnn", False):
@@ -264,6 +266,18 @@ class _Describer:
             self.shrunk.setdefault(sname, storage.nbytes())
             self.lines.insert(len(self.lines) - 1, f"{sname}.resize_(max({sname}.nbytes(), "
                                                    f"{needed}))")
+
+    def _zero_tensor(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """``torch._efficientzerotensor`` of its shape (its storage holds no
+        data: nothing to copy, and ``set_`` onto it would make a plain
+        tensor); a leaf zero tensor is contiguous at offset 0 unless
+        ``detach()`` of a view made it."""
+        dev = "" if t.device.type == "cpu" else f", device={str(t.device)!r}"
+        self.lines.append(f"{name} = torch._efficientzerotensor({tuple(t.shape)}, "
+                          f"dtype={t.dtype}{dev})")
+        if t.stride() != _contiguous_strides(t.shape) or t.storage_offset() != 0:
+            self.approximate(name, path, f"a zero tensor's strides {tuple(t.stride())} and "
+                                         f"offset {t.storage_offset()} (rebuilt contiguous)")
 
     def _version_counter_of(self, t: "torch.Tensor") -> "tuple[str, torch.Tensor] | None":
         """The name of a tensor described already (and that tensor), of
@@ -330,6 +344,12 @@ class _Describer:
             self.lines += ["with torch.no_grad():", "    " + made]
         elif "MULTI_OUTPUT_NODE" in how:  # made by unbind/split/chunk
             self.lines.append(made + ".unsqueeze(0).unbind(0)[0]  # a multi-output view")
+        elif "IN_CUSTOM_FUNCTION" in how:  # a custom autograd.Function returned it
+            self.imports.add("from pytest_metafidelity.strategies.example_functions import "
+                             "ViewOfInput")
+            at = made.index(" = ") + 3
+            self.lines.append(f"{made[:at]}ViewOfInput.apply({made[at:]})"
+                              "  # a view a custom autograd.Function returned")
         else:
             self.lines.append(made)
             if how and "DEFAULT" not in how:
@@ -545,6 +565,14 @@ def _seqlen(value: Any) -> int:
     """A nested tensor's cached min/max sequence length: an int, or a
     tensor holding it in its shape (torch's _store_val_in_tensor)."""
     return value if isinstance(value, int) else int(value.shape[0])
+
+
+def _contiguous_strides(shape: Any) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(tuple(shape)):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
 
 
 def _same_geometry(t: "torch.Tensor", u: "torch.Tensor") -> bool:

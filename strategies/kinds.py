@@ -39,6 +39,7 @@ KIND_MODULES = (
     "wrappers",
     "subclasses",
     "nested_strided",
+    "zero_tensors",
 )
 
 Draw = Callable[..., Any]

@@ -15,13 +15,15 @@ tensor it acts on (dims in range, slices within sizes, ``as_strided``
 within the storage): programs mostly run rather than mostly raise.  A step
 may still raise (an in-place op on a leaf requiring grad, on a view made in
 no_grad mode, ``t()`` of a 3-d tensor); it stays in the program: it must
-then raise on the converted tensors too.  Three things are never drawn, as
-eager would crash the process rather than raise: ops that read or write
-the elements of a tensor reaching past the end of its storage
+then raise on the converted tensors too.  Never drawn, as eager would
+crash the process rather than raise: ops that read or write the elements
+of a tensor reaching past the end of its storage
 (``untyped_storage().resize_(0)``), a backward where any tensor of the
-family does, and an in-place op on a tensor holding the indices of a sparse
-or nested jagged tensor (:func:`index_storages`); and a ``resize_`` that grows the storage zeroes the tensor
-(``resize_(n).zero_()``), and grows only a storage that reaches the tensor's
+family does, an in-place op on a tensor holding the indices of a sparse or
+nested jagged tensor (:func:`index_storages`), and ``resize_`` of a zero
+tensor or ``set_`` onto its storage (it holds no data).  A ``resize_`` that
+grows the storage zeroes the tensor (``resize_(n).zero_()``), and grows
+only a storage that reaches the tensor's
 offset, so no step reads uninitialized memory.  Nor is a
 backward drawn into the history of a non-leaf the tensors were made from:
 its fake is an example input, whose backward raises by design.
@@ -69,8 +71,8 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import (COMPRESSED_LAYOUTS, is_wrapper_subclass, layout_name,
-                           reaches_past_storage, storage_too_small, walk_real)
+from .tensor_facts import (COMPRESSED_LAYOUTS, is_wrapper_subclass, is_zero_tensor,
+                           layout_name, reaches_past_storage, storage_too_small, walk_real)
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -355,8 +357,10 @@ def _set(ch: Choices, n: str, t: Any, live: dict[str, Any]) -> str:
     # (never a plain tensor onto a wrapper subclass's storage, which holds no
     # bytes: eager then writes through a null pointer -- a plain
     # t.set_(wrapper) then resize_().zero_() or fill_ segfaulted a 30-minute run)
+    # (nor onto a zero tensor's storage, which holds no data either)
     others = [m for m, u in live.items() if m != n and u.dtype == t.dtype
-              and (is_wrapper_subclass(t) or not is_wrapper_subclass(u))]
+              and (is_wrapper_subclass(t) or not is_wrapper_subclass(u))
+              and not is_zero_tensor(u)]
     if not others or ch.integer(0, 2) == 0:
         return f"{n}.set_()"
     other = ch.pick(others)
@@ -413,7 +417,8 @@ INPLACE_OPS = (
        lambda ch, n, t, live: f"{n}.unsqueeze_({ch.integer(0, t.dim())})"),
     Op("as_strided_", False, lambda t: _storage_elements(t) > 0,
        lambda ch, n, t, live: f"{n}.as_strided_({_strided_args(ch, t)})"),
-    Op("resize_", False, _always, _resize),
+    # (never of a zero tensor: eager segfaults growing its storage, which holds no data)
+    Op("resize_", False, lambda t: not is_zero_tensor(t), _resize),
     Op("set_", False, _always, _set),
 )
 

@@ -40,6 +40,17 @@ def is_wrapper_subclass(t: Any) -> bool:
     return is_traceable_wrapper_subclass(t)
 
 
+def is_zero_tensor(t: Any) -> bool:
+    """A zero tensor (``torch._efficientzerotensor``, the ``ZeroTensor``
+    key): its storage has a size but holds no data, so eager writes through
+    a null pointer wherever that storage is resized or read as another
+    tensor's."""
+    try:
+        return bool(t._is_zerotensor())
+    except Exception:  # a subclass or layout without the method
+        return False
+
+
 def base_of(t: Any) -> Any:
     return t._base if is_view(t) else None
 

@@ -33,7 +33,7 @@ REBUILT_FAITHFULLY = {
     "functional_view", "grad_alias", "grad_attached", "inference", "mkldnn", "nested_jagged",
     "parameter", "scalar",
     "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
-    "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family",
+    "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family", "zero_tensor",
 }
 
 
@@ -119,6 +119,29 @@ def test_quantized_tensors_are_rebuilt_from_their_integers_and_quantization_para
     assert c.qscheme() == torch.per_channel_affine_float_qparams
     assert torch.equal(c.q_per_channel_zero_points(), per_channel.q_per_channel_zero_points())
     assert torch.equal(c.int_repr(), per_channel.int_repr())
+
+
+def test_a_zero_tensor_and_its_views_are_rebuilt_as_zero_tensors() -> None:
+    z = torch._efficientzerotensor((2, 3), dtype=torch.complex64)
+    recipe = describe_as_recipe([z, z.t(), z[1].conj()])
+    assert not recipe.missing and not recipe.approximations
+    rebuilt = recipe.build()
+    assert [t._is_zerotensor() for t in rebuilt] == [True, True, True]
+    assert [t.is_conj() for t in rebuilt] == [False, False, True]
+    assert rebuilt[1]._base is rebuilt[0] and rebuilt[1].stride() == (1, 3)
+
+
+def test_a_view_a_custom_function_returned_keeps_its_creation_meta() -> None:
+    from pytest_metafidelity.strategies.example_functions import ViewOfInput
+
+    x = torch.zeros(2, 3, requires_grad=True)
+    v = ViewOfInput.apply(x[1])
+    recipe = describe_as_recipe([v])
+    assert not recipe.missing and not recipe.approximations
+    (rebuilt,) = recipe.build()
+    meta = torch._C._autograd._get_creation_meta
+    assert meta(rebuilt) == meta(v) == torch._C._autograd.CreationMeta.IN_CUSTOM_FUNCTION
+    assert rebuilt._base.requires_grad and rebuilt.storage_offset() == 3
 
 
 def test_mkldnn_tensors_are_rebuilt_from_their_dense_values_and_history() -> None:

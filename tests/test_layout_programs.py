@@ -692,3 +692,21 @@ def test_no_drawn_step_sets_a_plain_tensor_onto_a_wrappers_storage() -> None:
     sets = [m for p in programs for m in re.findall(r"(t\d)\.set_\((t\d)", p.source)]
     assert ("t1", "t0") in sets  # the wrapper still draws set_(plain)
     assert ("t0", "t1") not in sets
+
+
+def test_no_drawn_step_resizes_a_zero_tensor_or_sets_a_tensor_onto_its_storage() -> None:
+    # A zero tensor's storage has a size but holds no data: eager segfaulted
+    # on resize_ of one (the first run of the zero_tensor kind), and a plain
+    # tensor set_ onto that storage is read through a null pointer.  A zero
+    # tensor may still take a plain tensor's storage (set_ of it is refused).
+    import re
+
+    recipe = Recipe(("t0 = torch.zeros(2)", "t1 = torch._efficientzerotensor((2,))"),
+                    ("t0", "t1"))
+    programs = seeded_programs(recipe, 300, seed=1)
+    sources = "\n".join(p.source for p in programs)
+    sets = re.findall(r"(t\d)\.set_\((t\d)", sources)
+    assert ("t1", "t0") in sets
+    assert ("t0", "t1") not in sets
+    assert "t0.resize_(" in sources
+    assert "t1.resize_(" not in sources

@@ -549,3 +549,31 @@ def test_nested_strided(recipe: Any) -> None:
         with pytest.raises(RuntimeError, match="doesn't support sizes"):
             t.size()
     built(recipe, check)
+
+
+@few
+@given(recipes(kinds=["zero_tensor"]))
+def test_zero_tensor(recipe: Any) -> None:
+    def check(ts: Any, r: Any) -> None:
+        (t,) = ts
+        # The ZeroTensor key, on the leaf and on every view of it: reads give
+        # zeros, writes are refused.
+        assert t._is_zerotensor() and "ZeroTensor" in str(torch._C._dispatch_keys(t))
+        assert t.layout == torch.strided and type(t) is torch.Tensor
+        if t.device.type == "cpu" and t.numel() and t.dtype in (torch.float32, torch.int64,
+                                                                torch.bool, torch.complex64):
+            assert not t.clone().any()
+        with pytest.raises(RuntimeError, match="ZeroTensors are immutable"):
+            t.detach().zero_()
+    built(recipe, check)
+
+
+def test_zero_tensor_draws_each_case() -> None:
+    seen: set[str] = set()
+    for case, pattern in (("view", r"t\d+ = t\d+[.\[]"), ("conj", r"\.conj\(\)"),
+                          ("requires grad", r"\.requires_grad_\(\)")):
+        find(recipes(kinds=["zero_tensor"]),
+             lambda r, p=pattern: re.search(p, "\n".join(r.lines)) is not None,
+             settings=settings(max_examples=500, database=None))
+        seen.add(case)
+    assert seen == {"view", "conj", "requires grad"}

@@ -416,8 +416,9 @@ def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor
     for path, t in walk_real(names, originals):
         c = pairs.get(path)
         # (a wrapper subclass's bytes are its inner tensors', walked too; a
-        # sparse tensor has no storage of its own)
-        if c is None or not plain_strided(t) or not plain_strided(c):
+        # sparse tensor has no storage of its own; a zero tensor's storage
+        # holds no data)
+        if c is None or not plain_strided(t) or not plain_strided(c) or t._is_zerotensor():
             continue
         src, dst = t.untyped_storage(), c.untyped_storage()
         if id(dst) in done or src.nbytes() != dst.nbytes() or src.device.type == "meta":
