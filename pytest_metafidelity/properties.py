@@ -8,7 +8,7 @@ The properties (:func:`properties`), in five groups:
   (``torch._subclasses.meta_utils``; ``dataclasses.fields``);
 * ``Tensor`` and ``UntypedStorage``: the predicates and flags they expose
   (the names of ``dir()`` starting ``is_``, ``_is_``, ``has_``, ``_has_``,
-  ``requires_`` or ``retains_``);
+  ``requires_`` or ``retains_``, and a storage's ``resizable``);
 * ``DispatchKey``: every key a tensor's dispatch key set can hold
   (``torch._C._dispatch_keyset_full()``), which together name every special
   state a tensor can carry.
@@ -214,6 +214,7 @@ UNTYPED_STORAGE_RULES: dict[str, Rule] = {
     "is_hpu": Explained(_OF_DEVICE),
     "is_pinned": Explained(_ALLOCATOR),
     "is_shared": Explained(_ALLOCATOR),
+    "resizable": _c("storage", "untyped_storage().resizable()"),
     "is_sparse": Explained("a typed-storage leftover: an untyped storage is never sparse "
                            "(a sparse tensor has no storage)"),
     "is_sparse_csr": Explained("a typed-storage leftover: an untyped storage is never sparse "
@@ -275,12 +276,13 @@ def dispatch_key_rule(key: str) -> Rule | None:
 
 # -- introspection -------------------------------------------------------------------------
 
-_FLAG = re.compile(r"_?(is|has|requires|retains)_")
+_FLAG = re.compile(r"_?(is|has|requires|retains)_|resizable$")
 
 
 def flag_names(cls: type) -> list[str]:
     """The predicates and flags of ``cls``: names of ``dir(cls)`` starting
-    is_, _is_, has_, _has_, requires_ or retains_."""
+    is_, _is_, has_, _has_, requires_ or retains_, and ``resizable`` (a
+    storage's: whether it may grow)."""
     return [n for n in dir(cls) if _FLAG.match(n)]
 
 

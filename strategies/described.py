@@ -643,10 +643,13 @@ def _reinterpreted(name: str, base: "torch.Tensor", dtype: "torch.dtype") -> str
 
 def _storage_expr(storage: Any) -> str:
     """Source for a storage of the same size and device: with the same
-    bytes when it is small and its bytes can be read, else uninitialized."""
+    bytes when it is small and its bytes can be read, else uninitialized;
+    over a Python buffer where the original may not be resized (memory torch
+    did not allocate), in shared memory where the original is."""
     torch = _torch()
     nbytes = storage.nbytes()
     dev = "" if storage.device.type == "cpu" else f", device={str(storage.device)!r}"
+    buffer = f"bytearray({nbytes})"
     if 0 < nbytes <= MAX_STORAGE_BYTES_KEPT and storage.device.type != "meta":
         try:
             data = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage)
@@ -654,10 +657,24 @@ def _storage_expr(storage: Any) -> str:
         except Exception:  # a storage without readable data
             pass
         else:
-            to = f".to({str(storage.device)!r})" if dev else ""
-            return (f"torch.frombuffer(bytearray.fromhex({hex_bytes!r}), dtype=torch.uint8)"
-                    f".clone(){to}.untyped_storage()")
-    return f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
+            buffer = f"bytearray.fromhex({hex_bytes!r})"
+    if not dev and not storage.resizable():
+        if nbytes == 0:  # (frombuffer takes no empty buffer)
+            return "torch.from_dlpack(torch.empty(0, dtype=torch.uint8)).untyped_storage()"
+        return f"torch.frombuffer({buffer}, dtype=torch.uint8).untyped_storage()"
+    if buffer.startswith("bytearray.fromhex"):
+        to = f".to({str(storage.device)!r})" if dev else ""
+        made = f"torch.frombuffer({buffer}, dtype=torch.uint8).clone(){to}.untyped_storage()"
+    else:
+        made = f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
+    return made + (".share_memory_()" if not dev and _is_shared(storage) else "")
+
+
+def _is_shared(storage: Any) -> bool:
+    try:
+        return bool(storage.is_shared())
+    except Exception:  # a storage without data (a zero tensor's)
+        return False
 
 
 def recipe_for(tensors: Sequence[Any]) -> Recipe:

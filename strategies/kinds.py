@@ -40,6 +40,7 @@ KIND_MODULES = (
     "subclasses",
     "nested_strided",
     "zero_tensors",
+    "foreign_memory",
 )
 
 Draw = Callable[..., Any]

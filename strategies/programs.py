@@ -20,8 +20,9 @@ crash the process rather than raise: ops that read or write the elements
 of a tensor reaching past the end of its storage
 (``untyped_storage().resize_(0)``), a backward where any tensor of the
 family does, an in-place op on a tensor holding the indices of a sparse or
-nested jagged tensor (:func:`index_storages`), and ``resize_`` of a zero
-tensor or ``set_`` onto its storage (it holds no data).  A ``resize_`` that
+nested jagged tensor (:func:`index_storages`), ``resize_`` of a zero
+tensor or ``set_`` onto its storage (it holds no data), and ``resize_`` of a
+tensor in shared memory.  A ``resize_`` that
 grows the storage zeroes the tensor (``resize_(n).zero_()``), and grows
 only a storage that reaches the tensor's
 offset, so no step reads uninitialized memory.  Nor is a
@@ -71,8 +72,9 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import (COMPRESSED_LAYOUTS, is_wrapper_subclass, is_zero_tensor,
-                           layout_name, reaches_past_storage, storage_too_small, walk_real)
+from .tensor_facts import (COMPRESSED_LAYOUTS, in_shared_memory, is_wrapper_subclass,
+                           is_zero_tensor, layout_name, reaches_past_storage, storage_too_small,
+                           walk_real)
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
@@ -417,8 +419,9 @@ INPLACE_OPS = (
        lambda ch, n, t, live: f"{n}.unsqueeze_({ch.integer(0, t.dim())})"),
     Op("as_strided_", False, lambda t: _storage_elements(t) > 0,
        lambda ch, n, t, live: f"{n}.as_strided_({_strided_args(ch, t)})"),
-    # (never of a zero tensor: eager segfaults growing its storage, which holds no data)
-    Op("resize_", False, lambda t: not is_zero_tensor(t), _resize),
+    # (never of a zero tensor, whose storage holds no data, nor of a tensor in
+    # shared memory: eager segfaults growing either storage)
+    Op("resize_", False, lambda t: not is_zero_tensor(t) and not in_shared_memory(t), _resize),
     Op("set_", False, _always, _set),
 )
 

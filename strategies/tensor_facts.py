@@ -51,6 +51,15 @@ def is_zero_tensor(t: Any) -> bool:
         return False
 
 
+def in_shared_memory(t: Any) -> bool:
+    """Whether ``t``'s storage is in shared memory (``share_memory_()``):
+    eager segfaults growing such a storage (``resize_``)."""
+    try:
+        return bool(t.untyped_storage().is_shared())
+    except Exception:  # no storage of its own
+        return False
+
+
 def base_of(t: Any) -> Any:
     return t._base if is_view(t) else None
 

@@ -485,6 +485,22 @@ def test_storage_reports_a_wrong_storage_size() -> None:
     assert_passes("storage", t, converter="meta")
 
 
+def test_storage_reads_whether_a_storage_may_be_resized() -> None:
+    t = torch.zeros(2)
+
+    def over_a_buffer(conv: Any, real: Any, fake: Any) -> Any:
+        return torch.frombuffer(bytearray(8), dtype=real.dtype)
+
+    with faulty("meta", over_a_buffer):
+        m = assert_reports(run("storage", t), "storage", "untyped_storage().resizable()", "t0")
+    assert (m.real, m.fake) == (True, False)
+    # Memory torch did not allocate: every converter makes a resizable storage.
+    outcome = run("storage", torch.frombuffer(bytearray(8), dtype=torch.float32),
+                  converter="fake")
+    assert outcome.status == KNOWN, outcome.describe()
+    assert {i for i, _ in outcome.known} == {"storage-not-resizable-lost"}
+
+
 def test_storage_zero_bytes_stay_zero_bytes() -> None:
     t = torch.randn(3, 4)
     t.untyped_storage().resize_(0)

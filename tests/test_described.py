@@ -463,3 +463,15 @@ def test_every_kind_described_and_rebuilt_gives_the_same_outcome_or_says_why_not
             assert why in shown
     else:
         assert shown == described.to_python()
+
+
+def test_memory_torch_did_not_allocate_and_shared_memory_are_rebuilt_as_such() -> None:
+    made = [torch.frombuffer(bytearray(range(8)), dtype=torch.float32),
+            torch.from_dlpack(torch.arange(6.0).reshape(2, 3).t()),
+            torch.arange(4.0).share_memory_()]
+    recipe = describe_as_recipe(made)
+    assert not recipe.missing and not recipe.approximations
+    rebuilt = recipe.build()
+    assert [t.untyped_storage().resizable() for t in rebuilt] == [False, False, True]
+    assert rebuilt[2].untyped_storage().is_shared()
+    assert all(torch.equal(a, b) and a.stride() == b.stride() for a, b in zip(made, rebuilt))

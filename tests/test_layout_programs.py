@@ -710,3 +710,16 @@ def test_no_drawn_step_resizes_a_zero_tensor_or_sets_a_tensor_onto_its_storage()
     assert ("t0", "t1") not in sets
     assert "t0.resize_(" in sources
     assert "t1.resize_(" not in sources
+
+
+def test_no_drawn_step_grows_a_tensor_in_shared_memory() -> None:
+    # Eager segfaults growing a storage in shared memory (resize_ of a
+    # share_memory_() tensor); one that may not be resized (frombuffer)
+    # refuses, and stays drawn: its fake grows, a known difference.
+    recipe = Recipe(("t0 = torch.zeros(2).share_memory_()",
+                     "t1 = torch.frombuffer(bytearray(8), dtype=torch.float32)"), ("t0", "t1"))
+    programs = [p.source for p in seeded_programs(recipe, 300, seed=1)]
+    assert any("t1.resize_(" in source for source in programs)
+    # (after t0.set_() the tensor has a storage of its own again)
+    assert all(source.find("t0.set_(") in range(source.find("t0.resize_(")) for source in programs
+               if "t0.resize_(" in source)

@@ -577,3 +577,28 @@ def test_zero_tensor_draws_each_case() -> None:
              settings=settings(max_examples=500, database=None))
         seen.add(case)
     assert seen == {"view", "conj", "requires grad"}
+
+
+@few
+@given(recipes(kinds=["foreign_memory"]))
+def test_foreign_memory(recipe: Any) -> None:
+    def check(ts: Any, r: Any) -> None:
+        (t,) = ts
+        storage = t.untyped_storage()
+        source = "\n".join(r.lines)
+        if "frombuffer" in source or "from_dlpack" in source:
+            assert not storage.resizable()  # memory torch did not allocate
+        elif "share_memory_" in source:
+            assert storage.is_shared() and storage.resizable()
+        else:  # a device other than cpu drawn: a dense tensor
+            assert t.device.type != "cpu"
+    built(recipe, check)
+
+
+def test_foreign_memory_draws_each_case() -> None:
+    for pattern in (r"torch\.frombuffer\(bytearray\(\d+\), dtype=[\w.]+\)$",
+                    r"torch\.frombuffer\(.*\)\n.*\.view\(", r"torch\.from_dlpack\(",
+                    r"\.share_memory_\(\)"):
+        find(recipes(kinds=["foreign_memory"]),
+             lambda r, p=pattern: re.search(p, "\n".join(r.lines), re.M) is not None,
+             settings=settings(max_examples=500, database=None))

@@ -8,6 +8,12 @@ zero-byte storage (``untyped_storage().resize_(0)``) stays zero bytes.
 
 For converters whose fakes carry their real tensors, the carried tensor's
 storage has the original's size too.
+
+Whether the storage may be resized (``untyped_storage().resizable()``) is the
+same on both sides: a storage over memory torch did not allocate
+(``torch.frombuffer``, ``torch.from_dlpack``, ``torch.from_numpy``) is not,
+and eager refuses to grow it ('Trying to resize storage that is not
+resizable').
 """
 
 from __future__ import annotations
@@ -48,7 +54,20 @@ def compare_nbytes(path: str, real_n: Any, fake_n: Any, detail: str = "") -> lis
     return []
 
 
-@check("storage", "untyped_storage().nbytes() equal (static sizes); zero-byte storages stay zero")
+def storage_resizable(t: Any) -> bool | None:
+    """Whether the storage may be resized, or None without one."""
+    import torch
+
+    try:
+        if t.layout != torch.strided:
+            return None
+        return bool(t.untyped_storage().resizable())
+    except Exception:
+        return None
+
+
+@check("storage", "untyped_storage().nbytes() equal (static sizes); zero-byte storages stay "
+                  "zero; resizable() equal")
 def storage_check(conv: Conversion) -> list[Mismatch]:
     import torch
 
@@ -57,6 +76,11 @@ def storage_check(conv: Conversion) -> list[Mismatch]:
     for path, real, fake in related(conv, inner=False):
         real_n = storage_nbytes(real)
         found += compare_nbytes(path, real_n, storage_nbytes(fake))
+        real_r, fake_r = storage_resizable(real), storage_resizable(fake)
+        if real_r is not None and fake_r is not None and real_r != fake_r:
+            found.append(Mismatch(check="storage", path=path,
+                                  attribute="untyped_storage().resizable()", real=real_r,
+                                  fake=fake_r))
         # (A C++ functional fake carries on its inner tensor, whose storage
         # is not the functional storage compared above.)
         functional = safe(lambda: torch._is_functional_tensor(fake), False)

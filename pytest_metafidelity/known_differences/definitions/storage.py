@@ -196,3 +196,43 @@ ENTRIES.append(KnownDifference(
         "assert fx._version != fd._version\n"
     ),
 ))
+
+
+def storage_not_resizable(case: Case) -> bool:
+    """The real tensor's storage may not be resized (memory torch did not
+    allocate: ``torch.frombuffer``, ``torch.from_dlpack``, ``torch.from_numpy``)."""
+    t = case.tensor
+    return plain_strided(t) and not t.untyped_storage().resizable()
+
+
+ENTRIES.append(KnownDifference(
+    id="storage-not-resizable-lost",
+    check="storage",
+    attribute=r"untyped_storage\(\)\.resizable\(\)",
+    applies=storage_not_resizable,
+    reason=(
+        "a storage over memory torch did not allocate (torch.frombuffer, torch.from_dlpack, "
+        "torch.from_numpy) may not be resized: eager refuses to grow it ('Trying to resize "
+        "storage that is not resizable'). MetaStorageDesc records the storage's size only, and "
+        "every converter makes a resizable storage, so a program that grows the tensor "
+        "(resize_, set_ then resize_) runs on the fake where eager raises"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "t = torch.frombuffer(bytearray(8), dtype=torch.float32)\n"
+        "assert not t.untyped_storage().resizable()\n"
+        "try:\n"
+        "    t.resize_(4)\n"
+        "except RuntimeError as e:\n"
+        "    assert 'not resizable' in str(e)\n"
+        "else:\n"
+        "    raise AssertionError('eager grew a storage that is not resizable')\n"
+        "mode = FakeTensorMode()\n"
+        "f = mode.from_tensor(torch.frombuffer(bytearray(8), dtype=torch.float32))\n"
+        "assert f.untyped_storage().resizable()\n"
+        "with mode:\n"
+        "    f.resize_(4)\n"
+    ),
+))
