@@ -64,15 +64,7 @@ class KnownDifference:
         return (self.check,) if isinstance(self.check, str) else tuple(self.check)
 
     def active(self, converter: str, version: Any = None) -> bool:
-        if self.converters is not None and converter not in self.converters:
-            return False
-        if version is None:  # the installed torch: judged once per entry
-            cached = _ACTIVE_HERE.get(id(self))
-            if cached is None or cached[0] is not self:
-                cached = _ACTIVE_HERE[id(self)] = (
-                    self, version_in_range(None, self.since, self.until))
-            return cached[1]
-        return version_in_range(version, self.since, self.until)
+        return entry_active(self, converter, version)
 
     def matches(self, mismatch: Any, case: Case) -> bool:
         return (
@@ -92,6 +84,22 @@ class KnownDifference:
 
 # id(entry) -> (entry, whether the installed torch is in its version range).
 _ACTIVE_HERE: dict[int, tuple[Any, bool]] = {}
+
+
+def entry_active(entry: Any, converter: str, version: Any = None) -> bool:
+    """Whether a registry entry (a :class:`KnownDifference` or an operator
+    difference: ``converters``, ``since``, ``until``) applies to
+    ``converter`` on torch ``version`` (None: the installed torch, judged
+    once per entry)."""
+    if entry.converters is not None and converter not in entry.converters:
+        return False
+    if version is None:
+        cached = _ACTIVE_HERE.get(id(entry))
+        if cached is None or cached[0] is not entry:
+            cached = _ACTIVE_HERE[id(entry)] = (
+                entry, version_in_range(None, entry.since, entry.until))
+        return cached[1]
+    return version_in_range(version, entry.since, entry.until)
 
 
 def torch_version() -> Any:

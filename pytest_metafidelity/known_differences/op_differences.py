@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..converters import where
 from . import BY_DESIGN, UNFILED
-from .core import PredicateError
+from .core import PredicateError, entry_active
 
 # Also the reproducer of the registry's behaviour entry that follows from it.
 DEGENERATE_STRIDES_REPRODUCER = (
@@ -72,11 +72,7 @@ class OpDifference:
     statement_applies: Callable[[str], bool] | None = None
 
     def active(self, converter: str, version: Any = None) -> bool:
-        from . import version_in_range
-
-        if self.converters is not None and converter not in self.converters:
-            return False
-        return version_in_range(version, self.since, self.until)
+        return entry_active(self, converter, version)
 
     def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
                  real_shape: tuple[int, ...] | None = None) -> bool:
