@@ -58,7 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("strategies", ("strategies", "strategies.*")),
     # Plain values and helpers that know no check: findings, errors, the
     # crash-proof child process, torch's caches, the checks' shared readings.
-    ("foundations", ("findings", "option_error", "child", "crash_guards", "torch_caches",
+    ("foundations", ("findings", "symbolic", "option_error", "child", "crash_guards", "torch_caches",
                      "hypofuzz_runs",
                      "checks._util", "checks._dispatch_keys", "checks.step_time_limit")),
     # Converting, and what is read around a conversion.

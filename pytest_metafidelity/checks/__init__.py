@@ -107,6 +107,14 @@ class Conversion:
     def pairs(self) -> Iterator[tuple[str, "torch.Tensor", "torch.Tensor | None"]]:
         return iter(zip(self.names, self.real, self.fake))
 
+    def tensor_at(self, path: str, *, fake: bool = False) -> Any:
+        """The real (``fake=True``: converted) tensor at ``path`` ("t0",
+        "t0._base.grad", "t1.a", "t0.real_tensor", "t0.unwrapped"), or None
+        where there is none."""
+        from ._util import resolve
+
+        return resolve(self, path, fake=fake)
+
     def __repr__(self) -> str:
         """The tensors' metadata, never their values: a traceback that shows
         a check's arguments prints this, and torch's repr of a tensor whose

@@ -1,4 +1,4 @@
-"""Helpers shared by the checks: symbolic hints, the graph of related
+"""Helpers shared by the checks: symbolic hints (:mod:`..symbolic`), the graph of related
 tensors (bases, grads, subclass inner tensors) walked on the real and the
 converted side in lockstep, a tensor at a path.
 
@@ -16,87 +16,13 @@ from typing import Any, Iterable, Iterator
 from ..strategies.tensor_facts import (base_of, functorch_unwrapped, grad_of, inner_tensors,
                                        is_view, walk_real)
 from ..strategies.torch_errors import safe
+from ..symbolic import UNKNOWN, has_symbolic, hint, hints, is_symbolic, same
 
 __all__ = [
     "UNKNOWN", "base_of", "carried_real", "fake_device", "functorch_unwrapped", "grad_of",
     "has_symbolic", "hint", "hints", "inner_tensors", "is_symbolic", "is_view", "related",
     "resolve", "safe", "same", "walk_real",
 ]
-
-# Returned by :func:`hint` for a SymInt whose value the ShapeEnv does not know
-# (unbacked): comparisons against it are skipped.
-UNKNOWN = type("UnknownHint", (), {"__repr__": lambda self: "<no hint>"})()
-
-
-_SYMBOLIC_TYPES: tuple[type, ...] = ()
-
-
-def is_symbolic(x: Any) -> bool:
-    global _SYMBOLIC_TYPES
-    if type(x) is int:  # the common case, answered without torch
-        return False
-    if not _SYMBOLIC_TYPES:
-        import torch
-
-        _SYMBOLIC_TYPES = (torch.SymInt, torch.SymFloat, torch.SymBool)
-    return isinstance(x, _SYMBOLIC_TYPES)
-
-
-def hint(x: Any) -> Any:
-    """The concrete value of an int or SymInt (or a float or SymFloat),
-    without adding guards: a symbol's hint is the example value its
-    ShapeEnv recorded."""
-    if not is_symbolic(x):
-        return x
-    node = x.node
-    h = getattr(node, "hint", None)
-    if h is not None:
-        return h
-    try:
-        number = float if safe(lambda: node.is_float(), False) else int
-        expr = node.expr
-        if getattr(expr, "is_number", False):
-            return number(expr)
-        import warnings
-
-        with warnings.catch_warnings():
-            # (torch 2.13 deprecates size_hint; its replacements guard or
-            # guess, which a reading must not)
-            warnings.simplefilter("ignore", FutureWarning)
-            value = node.shape_env.size_hint(expr, allow_none=True)
-        return UNKNOWN if value is None else number(value)
-    except Exception:
-        return UNKNOWN
-
-
-def hints(xs: Iterable[Any]) -> tuple[Any, ...]:
-    xs = tuple(xs)
-    if all(type(x) is int for x in xs):  # no SymInt: nothing to look up
-        return xs
-    return tuple(hint(x) for x in xs)
-
-
-def has_symbolic(t: Any) -> bool:
-    try:
-        if any(is_symbolic(s) for s in t.shape):
-            return True
-        import torch
-
-        if t.layout == torch.strided:
-            return any(is_symbolic(s) for s in t.stride()) or is_symbolic(t.storage_offset())
-    except Exception:
-        return False
-    return False
-
-
-def same(a: Any, b: Any) -> bool:
-    """Equality where an unknown hint on either side matches anything."""
-    if a is UNKNOWN or b is UNKNOWN:
-        return True
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b
-
 
 def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple[str, Any, Any]]:
     """(path, real, fake) for every tensor under test and what is reachable
@@ -151,8 +77,10 @@ def _walk_pair(out: list, seen: set, path: str, r: Any, f: Any, depth: int, inne
 
 
 def resolve(conv: Any, path: str, *, fake: bool = False) -> Any:
-    """The real (``fake=True``: converted) tensor at ``path``
-    ("t0._base.grad", "t1.a", ...), or None."""
+    """The real (``fake=True``: converted) tensor at ``path`` of ``conv`` (a
+    :class:`~pytest_metafidelity.checks.Conversion`, whose ``tensor_at`` this
+    is, or a stand-in with its ``names``, ``real`` and ``fake``): "t0",
+    "t0._base.grad", "t1.a", "t0.real_tensor", "t0.unwrapped"; or None."""
     head, *rest = path.split(".")
     try:
         t = (conv.fake if fake else conv.real)[conv.names.index(head)]

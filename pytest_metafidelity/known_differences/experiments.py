@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..strategies.torch_errors import release_frames
+from ..symbolic import has_symbolic, hint
 from .core import Case
 
 
@@ -23,7 +24,6 @@ def first_fake_replays_symbol(t: Any) -> bool:
     or 1 (found while visiting its arguments, before any op runs)."""
     import torch
 
-    from ..checks._util import hint
     from ..converters import DynamicFakeConverter, clear_dispatch_cache
 
     def visit(s: Any) -> Any:
@@ -102,7 +102,6 @@ def mismatch_signature(case: Case, *, cache: bool) -> frozenset:
 def dynamic_fake_storage(u: Any) -> tuple[bool, Any]:
     """(symbolic sizes/strides/offset?, storage nbytes) of ``u`` converted
     as ``fake-dynamic`` converts it."""
-    from ..checks._util import has_symbolic, hint
     from ..converters import DynamicFakeConverter
 
     conv = DynamicFakeConverter()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 # their facts from this module)
 from ..strategies.tensor_facts import (is_functorch_wrapped, is_wrapper_subclass, layout_name,
                                        plain_strided, storage_key)
+from ..symbolic import is_symbolic
 from .core import Case
 
 
@@ -89,9 +90,7 @@ def needs(fact: str) -> Callable[[Callable[[Case], bool]], Callable[[Case], bool
 
 
 def static_fake_nbytes(case: Case) -> bool:
-    from ..checks._util import is_symbolic, resolve
-
-    fake = resolve(case.conversion, case.path, fake=True)
+    fake = case.conversion.tensor_at(case.path, fake=True)
     if fake is None:
         return False
     return not is_symbolic(fake.untyped_storage().nbytes())

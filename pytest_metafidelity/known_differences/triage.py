@@ -123,7 +123,6 @@ def triage(
 ) -> Triage:
     """Split ``mismatches`` into explained and unexplained; find the active
     entries that expected a difference here but saw none."""
-    from ..checks._util import resolve
     from ..strategies.tensor_facts import walk_real
 
     entries = _active(converter, entries)
@@ -142,7 +141,7 @@ def triage(
     unexplained, explained = [], []
     hit: set[str] = set()
     for m in mismatches:
-        tensor = resolve(conversion, m.path) if conversion is not None else None
+        tensor = conversion.tensor_at(m.path) if conversion is not None else None
         matching = [e for e in entries if e.matches(m, case(m.path, tensor))]
         if not matching:
             unexplained.append(m)

@@ -25,6 +25,7 @@ from ..facts import (
     static_fake_nbytes,
     storage_key,
 )
+from ...symbolic import has_symbolic, is_symbolic
 
 ENTRIES: list[KnownDifference] = []
 
@@ -378,13 +379,12 @@ def functional_dynamic_storage_from_inner(case: Case) -> bool:
     where that size is static."""
     import torch
 
-    from ...checks._util import has_symbolic, is_symbolic, resolve
     from ...strategies.torch_errors import safe
 
     t = case.tensor
     if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
         return False
-    fake = resolve(case.conversion, case.path, fake=True)
+    fake = case.conversion.tensor_at(case.path, fake=True)
     if fake is None or not safe(lambda: bool(torch._is_functional_tensor(fake)), False):
         return False
     real_nbytes = t.untyped_storage().nbytes()

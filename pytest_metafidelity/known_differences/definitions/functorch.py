@@ -13,6 +13,7 @@ from ...converters import where
 from ..converter_model import reach
 from ..core import Case, KnownDifference, UNFILED
 from ..facts import family_wide, needs, plain_strided
+from ...symbolic import has_symbolic, is_symbolic
 
 ENTRIES: list[KnownDifference] = []
 
@@ -346,7 +347,6 @@ def functionalize_storage_sized_from_value(case: Case) -> bool:
     the ``storage`` check reads only where it is static."""
     import torch
 
-    from ...checks._util import has_symbolic, is_symbolic, resolve
     from ..converter_model import reach
 
     t = case.tensor
@@ -354,7 +354,7 @@ def functionalize_storage_sized_from_value(case: Case) -> bool:
         return False
     value = torch._from_functional_tensor(t)
     expected = 0 if value.numel() == 0 else reach(value)
-    fake = resolve(case.conversion, case.path, fake=True)
+    fake = case.conversion.tensor_at(case.path, fake=True)
     if _functionalize_wrapper(fake):
         fake_value = torch._from_functional_tensor(fake)
         if has_symbolic(fake_value):

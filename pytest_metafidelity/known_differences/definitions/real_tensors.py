@@ -150,7 +150,6 @@ def carried_values_not_copied(case: Case) -> bool:
     as_strided view of it)."""
     import torch
 
-    from ...checks._util import resolve
     from ...strategies.tensor_facts import base_of, is_view
     from ...checks.oracle import carried_values_differ
 
@@ -167,8 +166,8 @@ def carried_values_not_copied(case: Case) -> bool:
             first is not root or reads_outside(t, first))
     if not not_copied:
         return False
-    carried = resolve(case.conversion, case.path.removesuffix(".real_tensor") + ".real_tensor",
-                      fake=True)
+    carried = case.conversion.tensor_at(
+        case.path.removesuffix(".real_tensor") + ".real_tensor", fake=True)
     return carried is not None and carried_values_differ(t, carried)
 
 
@@ -225,14 +224,12 @@ def _restrided_past_carried_copy(case: Case) -> bool:
     (real-values-not-copied), and the new strides read the rest."""
     import re
 
-    from ...checks._util import resolve
-
     for d in getattr(case.conversion, "behaviour_differences", ()):
         if d.attribute != "values" or not d.path.endswith(".real_tensor"):
             continue
         if re.search(r"\.(as_strided_|set_|resize_)\(", d.source) is None:
             continue
-        t = resolve(case.conversion, d.path.split(".")[0])
+        t = case.conversion.tensor_at(d.path.split(".")[0])
         if t is not None and plain_strided(t) and _elements_leave_storage_bytes(t):
             return True
     return False
@@ -441,14 +438,12 @@ ENTRIES.append(KnownDifference(
 def carried_zero_bytes_regrown(case: Case) -> bool:
     """A zero-byte storage (its tensor not copied, so no crash): the carried
     real tensor is a fresh empty_strided one, with bytes."""
-    from ...checks._util import resolve
-
     t = case.tensor
     if not case.path.endswith(".real_tensor") or not plain_strided(t):
         return False
     if t.untyped_storage().nbytes() != 0:
         return False
-    carried = resolve(case.conversion, case.path, fake=True)
+    carried = case.conversion.tensor_at(case.path, fake=True)
     return carried is not None and carried.untyped_storage().nbytes() != 0
 
 
@@ -605,12 +600,10 @@ def meta_carried_storage_short_of_reach(case: Case) -> bool:
     the carried storage was allocated for the first tensor converted on it,
     as in real-storage-too-small-for-alias, but meta's set_/as_strided check
     no bounds, so the short storage stays instead of raising."""
-    from ...checks._util import resolve
-
     t = case.tensor
     if not plain_strided(t) or t.device.type != "meta":
         return False
-    fake = resolve(case.conversion, case.path, fake=True)
+    fake = case.conversion.tensor_at(case.path, fake=True)
     if fake is None or fake.layout != t.layout:
         return False
     key = storage_key(t)
