@@ -723,3 +723,14 @@ def test_no_drawn_step_grows_a_tensor_in_shared_memory() -> None:
     # (after t0.set_() the tensor has a storage of its own again)
     assert all(source.find("t0.set_(") in range(source.find("t0.resize_(")) for source in programs
                if "t0.resize_(" in source)
+
+
+# Met by a thirteenth 30-minute run (--hypothesis-seed=20261221, stop 39); now registered.
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-real", "refake-fresh"])
+def test_what_a_sixteenth_long_run_met_is_registered(converter: str) -> None:
+    lines = ("t0 = torch.zeros(1)", "t0.requires_grad_()", "with torch.no_grad():\n    t1 = t0[...]",
+             "t2 = t1.unbind(0)[0]")
+    recipe = Recipe(lines, ("t0", "t2"))
+    outcome = check_faithful(*recipe.build(), converters=[converter], checks=["behaviour"],
+                             program="t2.sum().abs().backward()").outcomes[0]
+    assert known_ids(outcome) == ["behaviour-view-past-a-no-grad-view-reconnected"]

@@ -1449,6 +1449,57 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _view_cut_off_from_its_base(t: Any) -> bool:
+    """A view with a history of its own that never reaches its base's leaf:
+    made (grad on) from a view taken in no_grad or inference mode, whose
+    history stops there (x.detach()-like: no grad_fn)."""
+    from ...strategies.tensor_facts import base_of, is_view
+
+    base = base_of(t) if is_view(t) else None
+    if base is None or t.grad_fn is None or not base.requires_grad:
+        return False
+    return all(_node_name(fn) != "AccumulateGrad" for fn in _history(t, 16))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-view-past-a-no-grad-view-reconnected",
+    check="behaviour",
+    attribute=r"grad is not None",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True",
+        in_family=_view_cut_off_from_its_base),
+    reason=(
+        "a view made with grad on from a view taken in no_grad mode (t1 = t0[...] under "
+        "no_grad, t2 = t1.unbind(0)[0]): in eager t2's history stops at t1, which has none, "
+        "so a backward through t2 leaves its base's .grad None; the converters rebuild t2 "
+        "from the root (as_strided of t0, 'we don't actually faithfully replicate autograd "
+        "connectivity'), so a backward through the converted t2 reaches the converted t0, "
+        "which gets a .grad (a control made under the mode keeps the chain and agrees with "
+        "eager); as behaviour-retained-grad-of-a-view-bypassed, the other way round"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/issues/88205",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "def views():\n"
+        "    t0 = torch.zeros(1, requires_grad=True)\n"
+        "    with torch.no_grad():\n"
+        "        t1 = t0[...]\n"
+        "    return t0, t1.unbind(0)[0]\n"
+        "t0, t2 = views()\n"
+        "t2.sum().backward()\n"
+        "assert t0.grad is None\n"
+        "mode = FakeTensorMode()\n"
+        "f0, f2 = (mode.from_tensor(t) for t in views())\n"
+        "with mode:\n"
+        "    f2.sum().backward()\n"
+        "assert f0.grad is not None\n"
+    ),
+))
+
+
 @reads_record("behaviour_differences")
 @family_wide
 def _values_of_a_coo_made_in_inference_mode(case: Case) -> bool:
