@@ -734,3 +734,20 @@ def test_what_a_sixteenth_long_run_met_is_registered(converter: str) -> None:
     outcome = check_faithful(*recipe.build(), converters=[converter], checks=["behaviour"],
                              program="t2.sum().abs().backward()").outcomes[0]
     assert known_ids(outcome) == ["behaviour-view-past-a-no-grad-view-reconnected"]
+
+
+# The same run met in-place ops on overlapping tensors in shared memory: no
+# control can be made under the mode (share_memory_), so the operator
+# difference is decided by the step's errors.
+@pytest.mark.parametrize("lines, program, converter", [
+    (("t0 = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 0, (1, 2), (0, 0))",
+      "t0.share_memory_()"), "t0.add_(1)", "functional"),
+    (("t0 = torch.zeros(())", "t0.share_memory_()"),
+     "p0 = torch.ops.aten.alias(t0)\np1 = t0.expand((2,))\np1.add_(1)", "meta"),
+    (("t0 = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 0, (1, 2), (0, 0))",
+      "t0.share_memory_()"), "t0.add_(1)", "refake-fresh"),
+])
+def test_what_a_sixteenth_long_run_met_in_shared_memory_is_registered(
+        lines: tuple[str, ...], program: str, converter: str) -> None:
+    assert known_ids(behaviour_of_all(lines, program, converter)) == [
+        "op:unchecked-internal-overlap"]
