@@ -1,10 +1,9 @@
 """Zero tensors: ``torch._efficientzerotensor``, the tensors with the
-``ZeroTensor`` dispatch key that autograd makes for gradients it knows are
-zero (forward-mode AD's tangents, ``torch.autograd.grad(...,
-materialize_grads=...)``'s kernels) and that a compiled function may be
-handed.  Every op reads them as zeros without touching memory (their storage
-has no data), and an in-place op on one raises ('ZeroTensors are
-immutable').
+``ZeroTensor`` dispatch key, which some of autograd's derivative formulas
+return for a gradient known to be zero, and which a compiled function may
+then be handed.  Every op reads them as zeros without touching memory
+(their storage has a size but no data), and an in-place op on one raises
+('ZeroTensors are immutable').
 
 ``MetaTensorDesc`` has no field for the key, so the converter makes an
 ordinary tensor (the known difference ``zero-tensor-key-lost``): no kind
