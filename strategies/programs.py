@@ -22,12 +22,11 @@ of a tensor reaching past the end of its storage
 family does, an in-place op on a tensor holding the indices of a sparse or
 nested jagged tensor (:func:`index_storages`), ``resize_`` of a zero
 tensor or ``set_`` onto its storage (it holds no data), and ``resize_`` of a
-tensor in shared memory.  A ``resize_`` that
-grows the storage zeroes the tensor (``resize_(n).zero_()``), and grows
-only a storage that reaches the tensor's
-offset, so no step reads uninitialized memory.  Nor is a
-backward drawn into the history of a non-leaf the tensors were made from:
-its fake is an example input, whose backward raises by design.
+tensor in shared memory.  A ``resize_`` that grows the storage zeroes the
+tensor (``resize_(n).zero_()``), and grows only a storage that reaches the
+tensor's offset, so no step reads uninitialized memory.  Nor is a backward
+drawn into the history of a non-leaf the tensors were made from: its fake
+is an example input, whose backward raises by design.
 
 Why not a ``RuleBasedStateMachine``: a program must run inside the suite's
 existing ``@given`` items (one item per kind and converter, with its recipe
