@@ -123,6 +123,11 @@ _BEHAVIOUR_ENTRIES = [
     ),
 ]
 
+def _grad_on_the_fake_side_only(d: Any) -> bool:
+    """A step after which a tensor has a .grad on the converted side only."""
+    return d.attribute == "grad is not None" and d.real == "False" and d.fake == "True"
+
+
 _BEHAVIOUR_ENTRIES += [
     KnownDifference(
         id="behaviour-eager-internal-assert",
@@ -162,7 +167,7 @@ _BEHAVIOUR_ENTRIES += [
         # anyway is a conversion bug)
         applies=_behaviour_recorded(
             "behaviour_differences",
-            lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True",
+            _grad_on_the_fake_side_only,
             in_family=lambda t: _no_grad_view(t)),
         converters=where(functional=False),
         reason=(
@@ -1467,7 +1472,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"grad is not None",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: d.attribute == "grad is not None" and d.real == "False" and d.fake == "True",
+        _grad_on_the_fake_side_only,
         in_family=_view_cut_off_from_its_base),
     reason=(
         "a view made with grad on from a view taken in no_grad mode (t1 = t0[...] under "
