@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .recipe import Recipe, recipe_of
 from .tensor_facts import (COMPRESSED_LAYOUTS, bytes_reached, creation_meta, layout_name,
                            is_zero_tensor, leaf_view_reached, opaque_attributes,
-                           storage_too_small, version_partition)
+                           storage_is_shared, storage_too_small, version_partition)
 from .torch_errors import release_frames
 
 if TYPE_CHECKING:
@@ -667,14 +667,7 @@ def _storage_expr(storage: Any) -> str:
         made = f"torch.frombuffer({buffer}, dtype=torch.uint8).clone(){to}.untyped_storage()"
     else:
         made = f"torch.empty({nbytes}, dtype=torch.uint8{dev}).untyped_storage()"
-    return made + (".share_memory_()" if not dev and _is_shared(storage) else "")
-
-
-def _is_shared(storage: Any) -> bool:
-    try:
-        return bool(storage.is_shared())
-    except Exception:  # a storage without data (a zero tensor's)
-        return False
+    return made + (".share_memory_()" if not dev and storage_is_shared(storage) else "")
 
 
 def recipe_for(tensors: Sequence[Any]) -> Recipe:

@@ -55,8 +55,18 @@ def in_shared_memory(t: Any) -> bool:
     """Whether ``t``'s storage is in shared memory (``share_memory_()``):
     eager segfaults growing such a storage (``resize_``)."""
     try:
-        return bool(t.untyped_storage().is_shared())
+        storage = t.untyped_storage()
     except Exception:  # no storage of its own
+        return False
+    return storage_is_shared(storage)
+
+
+def storage_is_shared(storage: Any) -> bool:
+    """Whether an untyped storage is in shared memory; False for a storage
+    that cannot say (a zero tensor's holds no data)."""
+    try:
+        return bool(storage.is_shared())
+    except Exception:
         return False
 
 

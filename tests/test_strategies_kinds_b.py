@@ -569,14 +569,12 @@ def test_zero_tensor(recipe: Any) -> None:
 
 
 def test_zero_tensor_draws_each_case() -> None:
-    seen: set[str] = set()
-    for case, pattern in (("view", r"t\d+ = t\d+[.\[]"), ("conj", r"\.conj\(\)"),
-                          ("requires grad", r"\.requires_grad_\(\)")):
-        find(recipes(kinds=["zero_tensor"]),
-             lambda r, p=pattern: re.search(p, "\n".join(r.lines)) is not None,
-             settings=settings(max_examples=500, database=None))
-        seen.add(case)
-    assert seen == {"view", "conj", "requires grad"}
+    # (find raises NoSuchExample when a case is never drawn)
+    for pattern in (r"t\d+ = t\d+[.\[]", r"\.conj\(\)", r"\.requires_grad_\(\)"):
+        found = find(recipes(kinds=["zero_tensor"]),
+                     lambda r, p=pattern: re.search(p, "\n".join(r.lines)) is not None,
+                     settings=settings(max_examples=500, database=None))
+        assert "_efficientzerotensor" in "\n".join(found.lines)
 
 
 @few

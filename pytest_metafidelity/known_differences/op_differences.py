@@ -1479,7 +1479,7 @@ OP_DIFFERENCES: list[OpDifference] = [
     ),
     OpDifference(
         id="compressed-gradient-made-outside-the-mode",
-        statement=r"\.backward\(|autograd\.backward\(",
+        statement=r"\.backward\(",
         attribute="raised",
         applies=_only_raised(r"Please convert all Tensors to FakeTensors first.*"
                              r"Found in aten\.[\w.]+\(tensor\(crow_indices=",

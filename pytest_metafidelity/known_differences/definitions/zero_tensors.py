@@ -7,17 +7,14 @@ Each entry follows the predicate saying exactly when it occurs.
 
 from __future__ import annotations
 
+from ...strategies import tensor_facts
 from ..core import Case, KnownDifference, UNFILED
 
 ENTRIES: list[KnownDifference] = []
 
 
 def is_zero_tensor(case: Case) -> bool:
-    t = case.tensor
-    try:
-        return t is not None and bool(t._is_zerotensor())
-    except Exception:
-        return False
+    return case.tensor is not None and tensor_facts.is_zero_tensor(case.tensor)
 
 
 ENTRIES.append(KnownDifference(
