@@ -50,6 +50,10 @@ import pytest_metafidelity.faithful as faithful
 faithful.run_checks = lambda conversion, names=None, internal=None: []
 faithful._judge = lambda name, mismatches, conversion, ran, strict: faithful.Outcome(
     name, faithful.PASSED, mismatches)
+if hasattr(faithful, "_triage"):  # (since the mutating checks are judged apart)
+    from pytest_metafidelity.known_differences.triage import Triage
+
+    faithful._triage = lambda name, mismatches, conversion, ran: Triage([], [], [])
 purity.capture = lambda names, tensors: None
 '''
 # The checks a checkout runs by default (a checkout older than opt-in checks: all).

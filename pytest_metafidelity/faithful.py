@@ -13,7 +13,8 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import snapshots, torch_caches
-from .checks import Conversion, InternalError, Mismatch, all_checks, default_checks, run_checks
+from .checks import (Conversion, InternalError, Mismatch, all_checks, default_checks,
+                     mutating_checks, run_checks)
 from .checks.behaviour import first_differing_step, rebuilt_or_why
 from .checks.wrappers import INNER_CHECKS
 from .converters import CONVERTERS, Unsupported, available_converters, convert_all, make_converter
@@ -28,6 +29,7 @@ from .strategies.torch_errors import release_frames
 if TYPE_CHECKING:
     import torch
 
+    from .known_differences.triage import Triage
     from .strategies.recipe import Recipe
 
 __all__ = [
@@ -261,11 +263,25 @@ def _one_converter(
                                release_probes=probes, program=program, recipe=recipe)
         del fakes
         internal: list[InternalError] = []
-        mismatches = run_checks(converted, list(checks) if checks else None, internal)
-        # A check that crashed did not run: the registry judges none of its entries.
-        ran = _checks_run(checks) - {e.check for e in internal}
+        selected = list(checks) if checks else default_checks()
+        mutating = mutating_checks(selected)
+        # The checks that change the converted tensors (behaviour's programs)
+        # run last, after the registry judged what the others found on the
+        # tensors as converted.
+        reading = [c for c in selected if c not in mutating]
+        mismatches = run_checks(converted, reading, internal) if reading else []
+        ran = _checks_run(checks)
         try:
-            outcome = _judge(name, mismatches, converted, ran, strict)
+            # A check that crashed did not run: the registry judges none of its entries.
+            judged = _triage(name, mismatches, converted,
+                             ran - set(mutating) - {e.check for e in internal})
+            if mutating:
+                later = run_checks(converted, mutating, internal)
+                judged = judged.merged(_triage(
+                    name, later, converted,
+                    ran & set(mutating) - {e.check for e in internal}))
+                mismatches += later
+            outcome = _outcome(name, mismatches, judged, strict)
         except Exception as e:
             internal.append(InternalError("known-differences", e))
             outcome = Outcome(name, FAILED, mismatches)
@@ -356,11 +372,20 @@ def _with_unexplained(outcome: Outcome, found: list[Mismatch]) -> Outcome:
     return dataclasses.replace(outcome, status=FAILED, mismatches=failing)
 
 
-def _judge(name: str, mismatches: list[Mismatch], conversion: Conversion, ran: set[str],
-           strict: bool) -> Outcome:
+def _triage(name: str, mismatches: list[Mismatch], conversion: Conversion,
+            ran: set[str]) -> "Triage":
     from .known_differences import triage
 
-    t = triage(name, mismatches, conversion, ran)
+    return triage(name, mismatches, conversion, ran)
+
+
+def _judge(name: str, mismatches: list[Mismatch], conversion: Conversion, ran: set[str],
+           strict: bool) -> Outcome:
+    return _outcome(name, mismatches, _triage(name, mismatches, conversion, ran), strict)
+
+
+def _outcome(name: str, mismatches: list[Mismatch], t: "Triage", strict: bool) -> Outcome:
+    """The outcome of ``mismatches``, as the registry judged them (``t``)."""
     known = t.explained
     ids = t.occurred
     reasons = []

@@ -12,11 +12,12 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from pytest_metafidelity import FidelityError, assert_faithful, check_faithful
-from pytest_metafidelity.checks import Mismatch
+from pytest_metafidelity import known_differences as kd
+from pytest_metafidelity.checks import Mismatch, all_checks
 from pytest_metafidelity.checks.behaviour import StepMismatch
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 from pytest_metafidelity.findings import StepDifference
-from pytest_metafidelity.known_differences import op_differences
+from pytest_metafidelity.known_differences import UNFILED, KnownDifference, op_differences
 from pytest_metafidelity.strategies import Recipe, recipes
 from pytest_metafidelity.strategies.kinds import available_kinds, program_kinds
 from pytest_metafidelity.strategies.programs import (
@@ -365,22 +366,34 @@ def test_programs_draw_schema_built_steps_only_with_the_variable_set(
     assert ops() <= {op.name for op in VOCABULARIES["strided"]}
 
 
-def test_the_program_runs_on_a_conversion_of_its_own() -> None:
-    # The known-difference registry judges the other checks' findings on the
-    # conversion's tensors after every check ran: the program must not have
-    # changed them.
+def test_the_program_runs_on_the_conversions_own_tensors_after_the_others_are_judged(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # No second conversion: the program changes the converted tensors the
+    # other checks read, so it runs after them and after the registry judged
+    # their findings (the behaviour check says it mutates).
     made: list[Any] = []
+    shapes_judged: list[Any] = []
 
     def record(conv: Any, real: Any, fake: Any) -> Any:
         made.append(fake)
         return fake
 
+    def judged_on(case: Any) -> bool:
+        shapes_judged.append(tuple(case.conversion.fake[0].shape))
+        return False
+
+    assert all_checks()["behaviour"].mutates
+    assert not any(spec.mutates for name, spec in all_checks().items() if name != "behaviour")
+    spy = KnownDifference(id="spy", check="oracle", attribute=".*", applies=judged_on,
+                          reason="reads the converted tensors when judged", link=UNFILED)
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES", [*kd.KNOWN_DIFFERENCES, spy])
     (t,) = built("t0 = torch.arange(6.).reshape(2, 3)", outputs=("t0",))
     with faulty("fake", record):
-        outcome = behaviour(t, program="t0.unsqueeze_(0)\nt0.zero_()")
+        outcome = check_faithful(t, converters=["faulty"], checks=["behaviour", "oracle"],
+                                 program="t0.unsqueeze_(0)\nt0.zero_()").outcomes[0]
     assert outcome.status == PASSED, outcome.describe()
-    assert len(made) == 2 and made[0] is not made[1]
-    assert made[0].shape == (2, 3) and made[1].shape == (1, 2, 3)
+    assert len(made) == 1 and made[0].shape == (1, 2, 3)  # the program changed it
+    assert shapes_judged and set(shapes_judged) == {(2, 3)}  # judged before it did
 
 
 def test_a_parameters_uncopied_carried_values_stay_a_known_difference() -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ..findings import CheckCrashed, InternalError, Mismatch, Reconverted, StepDifference
 
@@ -152,22 +152,29 @@ class CheckSpec:
     summary: str
     fn: CheckFn
     default: bool = True
+    # True: the check changes the converted tensors it is handed (it runs
+    # programs on them).  It runs after every other check, and the known
+    # differences judge the other checks' findings before it runs.
+    mutates: bool = False
 
 
 _CHECKS: dict[str, CheckSpec] = {}
 _loaded = False
 
 
-def check(name: str, summary: str, *, default: bool = True) -> Callable[[CheckFn], CheckFn]:
+def check(name: str, summary: str, *, default: bool = True,
+          mutates: bool = False) -> Callable[[CheckFn], CheckFn]:
     """Decorator registering a check under a short, stable ``name``;
-    ``default=False`` makes it opt-in (:class:`CheckSpec`)."""
-    if not isinstance(default, bool):
-        raise TypeError(f"check({name!r}): default={default!r}; expected True or False")
+    ``default=False`` makes it opt-in, ``mutates=True`` says it changes the
+    converted tensors (:class:`CheckSpec`)."""
+    for argument, value in (("default", default), ("mutates", mutates)):
+        if not isinstance(value, bool):
+            raise TypeError(f"check({name!r}): {argument}={value!r}; expected True or False")
 
     def register(fn: CheckFn) -> CheckFn:
         if name in _CHECKS:
             raise ValueError(f"check {name!r} is registered twice")
-        _CHECKS[name] = CheckSpec(name, summary, fn, default)
+        _CHECKS[name] = CheckSpec(name, summary, fn, default, mutates)
         return fn
 
     return register
@@ -203,6 +210,19 @@ def default_checks() -> list[str]:
     return [name for name, spec in all_checks().items() if spec.default]
 
 
+def mutating_checks(names: Sequence[str]) -> list[str]:
+    """Those of ``names`` that change the converted tensors (``CheckSpec.mutates``)."""
+    registry = all_checks()
+    return [n for n in names if n in registry and registry[n].mutates]
+
+
+def reading_first(names: Sequence[str]) -> list[str]:
+    """``names`` with the checks that change the converted tensors last,
+    each group in its given order."""
+    mutating = mutating_checks(names)
+    return [n for n in names if n not in mutating] + mutating
+
+
 def run_checks(conversion: Conversion, names: list[str] | None = None,
                internal_errors: list[InternalError] | None = None) -> list[Mismatch]:
     """Run the named checks (default: :func:`default_checks`) and return
@@ -215,7 +235,7 @@ def run_checks(conversion: Conversion, names: list[str] | None = None,
     __tracebackhide__ = True
     registry = all_checks()
     found: list[Mismatch] = []
-    for name in names or default_checks():
+    for name in reading_first(names or default_checks()):
         try:
             found.extend(registry[name].fn(conversion))
         except Exception as e:

@@ -29,9 +29,12 @@ only a storage's size and the step does not depend on the storage's extent
 gradient or a view's shape cannot follow from it; nor, where it is only a
 sparse fake's count of elements, what a step makes whatever the elements
 (``coalesce()``'s result is coalesced).  The real side runs on a
-copy rebuilt from the tensors' recipe (their storages' bytes copied over), so neither side may change the
-user's tensors: after the program they must be exactly as before (values,
-version, metadata; the ``purity`` reading).
+copy rebuilt from the tensors' recipe (their storages' bytes copied over);
+the converted side is the conversion's own converted tensors, which the
+program changes: the check is registered ``mutates=True``, so it runs after
+every other check and after the known differences judged their findings.
+Neither side may change the user's tensors: after the program they must be
+exactly as before (values, version, metadata; the ``purity`` reading).
 
 Conversion bug or operator difference?  When a step differs, the same
 program runs on a *control*: the tensors built by the recipe directly under
@@ -62,12 +65,12 @@ import functools
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
-from ..converters import clear_dispatch_cache, convert_all
+from ..converters import clear_dispatch_cache
 from ..findings import StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
-from ..strategies.tensor_facts import (creation_meta, inner_tensors, plain_strided, storage_key,
-                                       version_partition)
+from ..strategies.tensor_facts import (creation_meta, inner_tensors, is_zero_tensor,
+                                       plain_strided, storage_key, version_partition)
 from . import Conversion, Mismatch, check, step_time_limit
 from ._util import quiet_fake_tensor_log, walk_real
 
@@ -418,7 +421,7 @@ def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor
         # (a wrapper subclass's bytes are its inner tensors', walked too; a
         # sparse tensor has no storage of its own; a zero tensor's storage
         # holds no data)
-        if c is None or not plain_strided(t) or not plain_strided(c) or t._is_zerotensor():
+        if c is None or not plain_strided(t) or not plain_strided(c) or is_zero_tensor(t):
             continue
         src, dst = t.untyped_storage(), c.untyped_storage()
         if id(dst) in done or src.nbytes() != dst.nbytes() or src.device.type == "meta":
@@ -547,7 +550,8 @@ def _fake_mode(fakes: Sequence[torch.Tensor]) -> Any:
 # -- the check ---------------------------------------------------------------------------------
 
 
-@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake")
+@check(CHECK, "random programs of views, in-place ops and autograd act alike on real and fake",
+       mutates=True)
 def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
@@ -561,29 +565,15 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return []
-    with _own_conversion(conv) as (converter, fakes):
-        before = snapshots.capture(names, tuple(conv.real))
-        return _run_program(conv, recipe, names, program, copies, converter, fakes, before)
-
-
-@contextlib.contextmanager
-def _own_conversion(conv: Conversion) -> Iterator[tuple[Any, tuple[Any, ...]]]:
-    """The tensors converted again, by a fresh converter like the
-    conversion's, in its order: the program mutates what it runs on, and
-    the other checks' findings are judged (by the known-difference
-    registry) on the conversion's own converted tensors after every check
-    ran.  (A converter without ``fresh``: the conversion's tensors.)"""
-    fresh = getattr(conv.converter, "fresh", None)
-    if fresh is None:
-        yield conv.converter, tuple(conv.fake)
-        return
-    clear_dispatch_cache()  # as make_converter does for every conversion
-    converter = fresh()
-    try:
-        order = conv.order if conv.order is not None else range(len(conv.real))
-        yield converter, tuple(convert_all(converter, conv.real, order))
-    finally:
-        converter.close()
+    # The program runs on the conversion's own converted tensors and changes
+    # them: this check runs after every other and after the known
+    # differences judged their findings (``mutates=True``).  The dispatch
+    # cache is emptied first, so that what the other checks ran under the
+    # mode cannot change a step's outcome (a reproducer runs this check alone).
+    clear_dispatch_cache()
+    fakes = tuple(f for f in conv.fake if f is not None)  # (all of them: checked above)
+    before = snapshots.capture(names, tuple(conv.real))
+    return _run_program(conv, recipe, names, program, copies, conv.converter, fakes, before)
 
 
 def _run_program(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[str, ...], program: Program,

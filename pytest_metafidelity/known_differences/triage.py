@@ -113,6 +113,14 @@ class Triage:
     unexpectedly_passing: list[str]  # entry ids
     occurred: list[str] = dataclasses.field(default_factory=list)  # ids of entries that matched
 
+    def merged(self, other: "Triage") -> "Triage":
+        """Both judgements of one conversion's findings (of checks judged
+        apart: before and after a check that changes the converted tensors)."""
+        return Triage(self.unexplained + other.unexplained, self.explained + other.explained,
+                      self.unexpectedly_passing + [e for e in other.unexpectedly_passing
+                                                   if e not in self.unexpectedly_passing],
+                      sorted({*self.occurred, *other.occurred}))
+
 
 def triage(
     converter: str,
