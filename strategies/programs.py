@@ -731,8 +731,10 @@ def op_weight(op: Op, t: Any, context: str | None = None) -> int:
         # what a mode with grad off changes about a view of a tensor that
         # requires grad: its autograd link and creation meta
         weight += _VIEW_WEIGHT_GRAD_OFF
-    if _safe(lambda: bool(t.requires_grad)) and op.name in _GRAD_STATE_OPS:
-        # (retain_grad on a leaf does nothing: a leaf keeps its .grad anyway)
+    if (context not in _GRAD_OFF and _safe(lambda: bool(t.requires_grad))
+            and op.name in _GRAD_STATE_OPS):
+        # (with grad off, the views come first: what that mode changes; and
+        # retain_grad on a leaf does nothing: a leaf keeps its .grad anyway)
         if op.name != "retain_grad" or not _safe(lambda: t.is_leaf, True):
             weight += _GRAD_STATE_WEIGHTS[op.name]
     if _safe(lambda: bool(t._is_view())):

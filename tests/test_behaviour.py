@@ -865,6 +865,15 @@ def test_a_step_with_grad_off_on_a_tensor_requiring_grad_favours_views(context: 
     assert P.op_weight(inplace, grad, context) == P.op_weight(inplace, grad, None)
     assert P.op_weight(view, plain, context) == P.op_weight(view, plain, None) == 1
     assert P.op_weight(view, grad, "torch.enable_grad()") == P.op_weight(view, grad, None)
+    # There the views come first, ahead of reading .grad or a backward (which
+    # a grad mode does not change): the simplest step on it is a view.
+    every = P._applicable_ops(grad, True, True)  # (as if it had a .grad to read)
+    for op in every:
+        if op.name in ("grad", "backward"):
+            assert P.op_weight(op, grad, context) == 1 < P.op_weight(op, grad, None)
+    first = P._weighted(every, grad, frozenset(), context)[0]
+    assert first.binds and P._FAMILY[first.name] == "view"
+    assert P._weighted(every, grad, frozenset(), None)[0].name == "grad"
 
 
 @pytest.mark.parametrize("converter", ["fake", "refake", "fake-dynamic"])
