@@ -401,6 +401,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 # behaviour check on by default ---------------------------------------------
 
 
+@reads_record("behaviour_differences")
 def behaviour_grad_lost_conj_bit(case: Case) -> bool:
     """The ``behaviour`` check recorded, at this case's path, a gradient
     (``….grad``) that is a conjugate view on the real side and not on the
@@ -416,6 +417,7 @@ def behaviour_grad_lost_conj_bit(case: Case) -> bool:
 PAST_THE_BOUNDS = ("nothing", INFERENCE_UPDATE_ERROR)
 
 
+@reads_record("behaviour_differences")
 def behaviour_storage_bounds_unchecked(case: Case) -> bool:
     """The ``behaviour`` check recorded a step that raised 'out of bounds for
     storage' on the real side and, on the converted side, went past that
