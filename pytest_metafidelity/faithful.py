@@ -277,10 +277,10 @@ def _one_converter(
                              ran - set(mutating) - {e.check for e in internal})
             if mutating:
                 later = run_checks(converted, mutating, internal)
+                mismatches += later
                 judged = judged.merged(_triage(
                     name, later, converted,
                     ran & set(mutating) - {e.check for e in internal}))
-                mismatches += later
             outcome = _outcome(name, mismatches, judged, strict)
         except Exception as e:
             internal.append(InternalError("known-differences", e))
