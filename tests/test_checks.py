@@ -1060,3 +1060,36 @@ def test_the_sparse_check_reads_a_dynamic_sparse_fake_without_torchs_error_log(
         result = check_faithful(t, converters=["fake-dynamic"], checks=["sparse"])
     assert result.outcomes[0].status != "internal-error", result.outcomes[0]
     assert not [r for r in caplog.records if r.name.startswith("torch._subclasses.fake_tensor")]
+
+
+def test_a_check_that_mutates_the_converted_tensors_runs_after_the_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Named first or not, a check registered mutates=True runs last: the
+    # others read the tensors as converted.
+    from pytest_metafidelity import checks
+
+    seen: list[tuple[str, tuple[int, ...]]] = []
+
+    def shrinks(conv: Conversion) -> list[Mismatch]:
+        seen.append(("shrinks", tuple(conv.fake[0].shape)))
+        conv.fake[0].resize_(0)
+        return []
+
+    def reads(conv: Conversion) -> list[Mismatch]:
+        seen.append(("reads", tuple(conv.fake[0].shape)))
+        return []
+
+    monkeypatch.setitem(checks._CHECKS, "shrinks",
+                        checks.CheckSpec("shrinks", "test", shrinks, mutates=True))
+    monkeypatch.setitem(checks._CHECKS, "reads", checks.CheckSpec("reads", "test", reads))
+    with pytest.raises(TypeError, match=r"mutates='yes'; expected True or False"):
+        checks.check("bad", "test", mutates="yes")  # type: ignore[arg-type]
+    assert checks.mutating_checks(["reads", "shrinks", "oracle"]) == ["shrinks"]
+    conv = Conversion(("t0",), (torch.zeros(3),), (torch.zeros(3, device="meta"),), None)
+    checks.run_checks(conv, ["shrinks", "reads"])
+    assert seen == [("reads", (3,)), ("shrinks", (3,))]
+    seen.clear()
+    outcome = check_faithful(torch.zeros(3), converters=["fake"],
+                             checks=["shrinks", "reads", "oracle"]).outcomes[0]
+    assert outcome.status == PASSED, outcome.describe()  # (the oracle read shape (3,))
+    assert seen == [("reads", (3,)), ("shrinks", (3,))]
