@@ -751,3 +751,19 @@ def test_what_a_sixteenth_long_run_met_in_shared_memory_is_registered(
         lines: tuple[str, ...], program: str, converter: str) -> None:
     assert known_ids(behaviour_of_all(lines, program, converter)) == [
         "op:unchecked-internal-overlap"]
+
+
+# A seventeenth 30-minute run met a component of a converted nested jagged
+# tensor expanded along its unbacked size: the fake assumes the size (u0 == 3)
+# where eager's is 1; the control (static sizes) raises instead.
+@pytest.mark.parametrize("converter", ["fake-dynamic", "refake"])
+def test_what_a_seventeenth_long_run_met_in_a_jagged_component_is_registered(
+        converter: str) -> None:
+    lines = ("t0 = torch.zeros(2, 1, 1, requires_grad=True)",
+             "t1 = torch.nested.nested_tensor_from_jagged(t0, torch.tensor([0, 2]), "
+             "torch.tensor([1]))")
+    outcome = check_faithful(*Recipe(lines, ("t1",)).build(), converters=[converter],
+                             checks=["behaviour"],
+                             program="p0 = t1.unbind()[0]\np1 = p0.expand((3, 1, 1))").outcomes[0]
+    assert known_ids(outcome) == ["behaviour-expand-assumes-an-unbacked-size"]
+    assert {m.attribute for _, m in outcome.known} == {"shape", "stride()"}

@@ -1781,4 +1781,66 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+_EXPANDS = re.compile(r"\.(expand|expand_as|broadcast_to)\(|torch\.broadcast_to\(")
+
+
+def _expand_assumed_a_size(d: Any) -> bool:
+    """An expand after which the converted side reads a size where the real
+    one has 1 (``shape``), or a stride where the real one broadcasts with 0
+    (``stride()``): the fake took an unbacked size for the expanded one."""
+    import ast
+
+    if not _EXPANDS.search(d.source) or d.attribute not in ("shape", "stride()"):
+        return False
+    try:
+        real, fake = ast.literal_eval(d.real), ast.literal_eval(d.fake)  # (tuples, as shown)
+    except (ValueError, SyntaxError):
+        return False
+    if not (isinstance(real, tuple) and isinstance(fake, tuple) and len(real) == len(fake)):
+        return False
+    broadcast = 1 if d.attribute == "shape" else 0
+    return real != fake and all(r == f or r == broadcast for r, f in zip(real, fake))
+
+
+def _jagged(t: Any) -> bool:
+    import torch
+
+    return bool(t.is_nested) and t.layout == torch.jagged
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-expand-assumes-an-unbacked-size",
+    check="behaviour",
+    attribute=r"shape|stride\(\)",
+    applies=_behaviour_recorded("behaviour_differences", _expand_assumed_a_size,
+                                in_family=_jagged),
+    converters=where(symbolic=True),
+    reason=(
+        "a component unbind() gives of a converted nested jagged tensor has an unbacked size "
+        "(u0: its length is data the fake does not carry); expanding that dimension to n takes "
+        "the non-broadcasting reading, records the runtime assertion u0 == n, and from then on "
+        "the component reads n where eager's is 1 (and broadcasts, stride 0). Unbacked "
+        "semantics by design (an unbacked size is not assumed to be 1; compiled code checks "
+        "the assertion). The control, made under a mode whose sizes are static, raises "
+        "instead (op:expand-of-unbacked-size), so it does not show this reading"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from pytest_metafidelity.converters import make_converter\n"
+        "def program(t):\n"
+        "    p = t.unbind()[0]\n"
+        "    return p, p.expand((3, 1))\n"
+        "t = torch.nested.nested_tensor_from_jagged(torch.zeros(2, 1), torch.tensor([0, 2]), "
+        "torch.tensor([1]))\n"
+        "p, e = program(t)\n"
+        "assert p.shape == (1, 1) and e.stride() == (0, 1)\n"
+        "converter = make_converter('fake-dynamic')  # every size dynamic, as Dynamo marks them\n"
+        "f = converter.convert(t)\n"
+        "with converter.mode:\n"
+        "    p, e = program(f)\n"
+        "assert p.shape == (3, 1) and e.stride() == (1, 1)  # the unbacked size u0, assumed 3\n"
+    ),
+))
+
 ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
