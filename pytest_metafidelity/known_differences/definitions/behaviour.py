@@ -1802,18 +1802,12 @@ def _expand_assumed_a_size(d: Any) -> bool:
     return real != fake and all(r == f or r == broadcast for r, f in zip(real, fake))
 
 
-def _jagged(t: Any) -> bool:
-    import torch
-
-    return bool(t.is_nested) and t.layout == torch.jagged
-
-
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-expand-assumes-an-unbacked-size",
     check="behaviour",
     attribute=r"shape|stride\(\)",
     applies=_behaviour_recorded("behaviour_differences", _expand_assumed_a_size,
-                                in_family=_jagged),
+                                in_family=lambda t: layout_name(t) == "jagged"),
     converters=where(symbolic=True),
     reason=(
         "a component unbind() gives of a converted nested jagged tensor has an unbacked size "
