@@ -767,3 +767,16 @@ def test_what_a_seventeenth_long_run_met_in_a_jagged_component_is_registered(
                              program="p0 = t1.unbind()[0]\np1 = p0.expand((3, 1, 1))").outcomes[0]
     assert known_ids(outcome) == ["behaviour-expand-assumes-an-unbacked-size"]
     assert {m.attribute for _, m in outcome.known} == {"shape", "stride()"}
+
+
+# An eighteenth run met the same grad layout through an as_strided of the
+# leaf followed by other views (not only an as_strided of a view).
+def test_what_an_eighteenth_long_run_met_in_an_as_strided_chain_is_registered() -> None:
+    lines = ("t0 = torch.empty(0).set_(torch.arange(2.).untyped_storage(), 1, (), ())",
+             "t0.requires_grad_()", "t1 = t0.as_strided((), (), 0)", "t2 = t1.view(-1)",
+             "t3 = t2[1:1:1]")
+    outcome = check_faithful(*Recipe(lines, ("t3",)).build(), converters=["fake"],
+                             checks=["behaviour"], program="t3.sum().abs().backward()").outcomes[0]
+    assert known_ids(outcome) == ["behaviour-as-strided-chain-grad-offset"]
+    assert [(m.path, m.attribute) for _, m in outcome.known] == [
+        ("t3._base.grad", "storage_offset()")]

@@ -796,6 +796,14 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _as_strided_in_a_chain(t: Any) -> bool:
+    """An as_strided in ``t``'s view chain other than one lone as_strided of
+    the leaf: taken of a view (:func:`_as_strided_of_a_view`), or followed
+    by further views (``base.as_strided((), (), 0).view(-1)[1:1]``)."""
+    later = [_node_name(fn) for fn in _history(t, 32, first_inputs_only=True)][1:]
+    return "AsStridedBackward0" in later or _as_strided_of_a_view(t)
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-as-strided-chain-grad-offset",
     check="behaviour",
@@ -804,12 +812,13 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     applies=_behaviour_recorded(
         "behaviour_differences",
         lambda d: d.attribute == "storage_offset()" and d.path.endswith(".grad"),
-        in_family=lambda t: _as_strided_of_a_view(t) and not _as_strided_of_a_dtype_view(t)),
+        in_family=lambda t: _as_strided_in_a_chain(t) and not _as_strided_of_a_dtype_view(t)),
     reason=(
         "the layout of a base's .grad depends on the view chain it came through: through "
-        "an as_strided view between (base.as_strided((), (), 0).as_strided((), (), 1)), "
-        "eager's (and a control's made under the mode) starts at the base's storage offset "
-        "(1); one as_strided straight from the base gives offset 0, in eager as on fakes. "
+        "an as_strided view between (base.as_strided((), (), 0).as_strided((), (), 1)), or "
+        "followed by other views (base.as_strided((), (), 0).view(-1)[1:1]), eager's (and a "
+        "control's made under the mode) starts at the base's storage offset (1); one "
+        "as_strided straight from the base gives offset 0, in eager as on fakes. "
         "The converted view is rebuilt as one as_strided of the base, so its base's .grad "
         "starts at 0"
     ),
