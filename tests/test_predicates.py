@@ -192,17 +192,27 @@ def test_a_python_functional_tensor_at_an_offset_is_judged_exactly(device: str) 
     judged_exactly(outcome, None if device == "meta" else "real-functional-tensor-storage-clone")
 
 
-def test_every_behaviour_entry_reads_what_the_check_recorded() -> None:
+def test_every_behaviour_entry_reads_what_the_check_recorded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     # The triage of a behaviour check that found nothing is skipped when no
     # entry to expect can hold without a record (known_differences/triage.py):
     # every entry the behaviour check observes must say which record it reads.
     from pytest_metafidelity.known_differences import registry, triage
+    from pytest_metafidelity.strategies import tensor_facts
 
     observed = [e for e in registry() if "behaviour" in e.checks]
     assert observed
     assert [e.id for e in observed if getattr(e.applies, "reads_record", None) is None] == []
-    # ... and a conversion where the check recorded nothing is judged at once.
-    (t,) = (torch.zeros(2, requires_grad=True),)
+    # ... and a conversion where the check recorded nothing is judged without
+    # walking its tensors; one where it recorded something is walked.
+    walked: list[str] = []
+    walk = tensor_facts.walk_real
+    monkeypatch.setattr(tensor_facts, "walk_real",
+                        lambda *a, **k: walked.append("walked") or walk(*a, **k))
+    t = torch.zeros(2, requires_grad=True)
     conv = Conversion(("t0",), (t,), (t.detach(),), None)
     judged = triage("fake", [], conv, {"behaviour"})
     assert (judged.unexplained, judged.explained, judged.unexpectedly_passing) == ([], [], [])
+    assert walked == []
+    triage("fake", [], conv, {"oracle"})  # (the oracle's entries read no record)
+    assert walked
