@@ -235,9 +235,16 @@ class FakeConverter(Converter):
 
 
 class DynamicFakeConverter(Converter):
-    """``FakeTensorMode`` with a ``ShapeEnv``; every dimension marked dynamic
-    through a symbolic context, as Dynamo does with dynamic shapes.  Sizes,
-    strides and offsets are SymInts; the checks compare their hints."""
+    """``FakeTensorMode`` with a ``ShapeEnv``, handed each tensor as Dynamo
+    hands over a graph input marked dynamic: inside a ``TracingContext``,
+    with a source and a ``StatefulSymbolicContext`` making every dimension
+    dynamic, structured-trace logging on (``from_tensor``'s default), the
+    context then recorded in the tracing context's ``tensor_to_context``.
+    The tensor is then asked for once more with no source or context, as a
+    later stage of the same compilation may ask (note [Tensor Fakification
+    and Symbol Caching]): torch must find Dynamo's context and give back the
+    same fake, and that answer is the converted tensor.  Sizes, strides and
+    offsets are SymInts; the checks compare their hints."""
 
     name = "fake-dynamic"
     symbolic = True
@@ -247,6 +254,7 @@ class DynamicFakeConverter(Converter):
     def __init__(self) -> None:
         self.mode = _fake_mode(dynamic=True, real=self.real)
         self._count = 0
+        self._tracing_context = _tracing_context(self.mode)
 
     def _convert(self, t: torch.Tensor) -> torch.Tensor:
         refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
@@ -257,9 +265,31 @@ class DynamicFakeConverter(Converter):
 
         self._count += 1
         source = ConstantSource(f"input{self._count}")
-        return _from_tensor(
-            self.mode, t, source=source, symbolic_context=all_dynamic_context(t, source)
-        )
+        context = all_dynamic_context(t, source, stateful=self._tracing_context is not None)
+        if self._tracing_context is None:  # torch without Dynamo's tracing context
+            return _from_tensor(self.mode, t, source=source, symbolic_context=context)
+        from torch._guards import tracing
+
+        with tracing(self._tracing_context):
+            # (held while asked again: torch's memo holds fakes weakly, and
+            # Dynamo's graph holds its inputs' fakes)
+            dynamo = self.mode.from_tensor(t, source=source, symbolic_context=context)
+            self._tracing_context.tensor_to_context[t] = context
+            later = self.mode.from_tensor(t)
+        del dynamo
+        return later
+
+
+def _tracing_context(mode: Any) -> Any:
+    """A Dynamo ``TracingContext`` over ``mode`` whose ``tensor_to_context``
+    the conversion reads, or None where this torch has none."""
+    try:
+        from torch._guards import TracingContext
+        from torch.fx.experimental.symbolic_shapes import StatefulSymbolicContext  # noqa: F401
+    except ImportError:  # pragma: no cover - depends on torch
+        return None
+    context = TracingContext(mode)
+    return context if hasattr(context, "tensor_to_context") else None
 
 
 class RealFakeConverter(FakeConverter):
@@ -501,12 +531,16 @@ def _functional_unavailable() -> str | None:
     return None
 
 
-def all_dynamic_context(t: Any, source: Any = None) -> Any:
+def all_dynamic_context(t: Any, source: Any = None, stateful: bool = False) -> Any:
     """A symbolic context making every dimension of ``t`` dynamic, recursing
     into traceable-wrapper-subclass inner tensors and view bases (``source``
-    names ``t`` for subclass contexts, which need one)."""
+    names ``t`` for subclass contexts, which need one).  ``stateful``: a
+    ``StatefulSymbolicContext`` with ``source`` as its tensor source (what
+    Dynamo makes, and what a ``TracingContext`` must hold) for every tensor,
+    not only subclasses."""
     from torch.fx.experimental.symbolic_shapes import (
         DimDynamic,
+        StatefulSymbolicContext,
         StatelessSymbolicContext,
         SubclassSymbolicContext,
     )
@@ -522,7 +556,7 @@ def all_dynamic_context(t: Any, source: Any = None) -> Any:
     if base is not None:
         from torch._dynamo.source import AttrSource
 
-        view_base_context = all_dynamic_context(base, AttrSource(source, "_base"))
+        view_base_context = all_dynamic_context(base, AttrSource(source, "_base"), stateful)
     common: dict[str, Any] = dict(
         dynamic_sizes=[DimDynamic.DYNAMIC] * ndim,
         constraint_sizes=[None] * ndim,
@@ -534,11 +568,14 @@ def all_dynamic_context(t: Any, source: Any = None) -> Any:
         from .strategies.tensor_facts import inner_tensors
 
         # (opaque attributes, which hold no tensor, get no context)
-        inner = {a: all_dynamic_context(x, AttrSource(source, a)) for a, x in inner_tensors(t)}
+        inner = {a: all_dynamic_context(x, AttrSource(source, a), stateful)
+                 for a, x in inner_tensors(t)}
         try:
             return SubclassSymbolicContext(inner_contexts=inner, tensor_source=source, **common)
         except TypeError:  # torch without tensor_source
             return SubclassSymbolicContext(inner_contexts=inner, **common)
+    if stateful:
+        return StatefulSymbolicContext(tensor_source=source, **common)
     return StatelessSymbolicContext(**common)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import warnings
+import weakref
 from typing import Any
 
 import pytest
@@ -259,6 +260,49 @@ def test_refake_shares_or_renews_the_shape_env() -> None:
     assert a.fake_mode is not same.first.mode and a.fake_mode.shape_env is same.first.mode.shape_env
     assert b.fake_mode.shape_env is not fresh.first.mode.shape_env
     assert isinstance(a.shape[0], torch.SymInt) and isinstance(b.shape[0], torch.SymInt)
+
+
+@pytest.mark.parametrize("converter", ["fake-dynamic", "fake-real-dynamic"])
+def test_dynamic_converters_hand_tensors_over_as_dynamo_does(
+        converter: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Dynamo's call (a source, a StatefulSymbolicContext recorded in the
+    TracingContext, structured tracing on), then a call with nothing but the
+    tensor under that TracingContext, which must find Dynamo's context and
+    give back the fake of the first call; no TracingContext is left active."""
+    from torch._guards import TracingContext
+    from torch._subclasses.fake_tensor import FakeTensorConverter
+    from torch.fx.experimental.symbolic_shapes import StatefulSymbolicContext
+
+    calls: list[dict[str, Any]] = []
+    original = FakeTensorConverter.from_real_tensor
+
+    def spy(self: Any, mode: Any, t: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        ctx = TracingContext.try_get()
+        call = dict(kwargs, tensor=t, tracing=ctx,
+                    recorded=ctx.tensor_to_context.get(t) if ctx is not None else None)
+        calls.append(call)
+        result = original(self, mode, t, *args, **kwargs)
+        call["result"] = weakref.ref(result)  # (held weakly, as torch's memo holds it)
+        return result
+
+    monkeypatch.setattr(FakeTensorConverter, "from_real_tensor", spy)
+    base = torch.randn(4, 3)
+    view = base[1:].t()
+    fake = make_converter(converter).convert(view)
+    assert TracingContext.try_get() is None
+    outer = [c for c in calls if c["tensor"] is view]
+    assert len(outer) == 2, calls
+    dynamo, later = outer
+    context = dynamo["symbolic_context"]
+    assert isinstance(context, StatefulSymbolicContext)
+    assert context.tensor_source is dynamo["source"] and dynamo.get("trace", True) is True
+    assert isinstance(context.view_base_context, StatefulSymbolicContext)
+    assert dynamo["tracing"] is not None and later["tracing"] is dynamo["tracing"]
+    assert later.get("source") is None and later.get("symbolic_context") is None
+    assert later["recorded"] is context
+    # one conversion: the first fake lived on until asked again
+    assert later["result"]() is dynamo["result"]() is fake
+    assert isinstance(fake.shape[0], torch.SymInt) and fake.stride() == view.stride()
 
 
 def test_functional_round_trip_is_not_applicable_to_wrapped_tensors() -> None:
