@@ -17,7 +17,7 @@ their entries in the known-difference registry to read
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,11 +85,15 @@ class InternalError:
                 + "    " + self.traceback().rstrip().replace("\n", "\n    "))
 
 
-class StepDifference(NamedTuple):
+@dataclasses.dataclass(frozen=True)
+class StepDifference:
     """What a program step changed on one side only, as the ``behaviour``
     check recorded it where no control explained it: the registry's
-    ``behaviour`` entries read it (``real``/``fake`` as shown: ``repr`` of
-    the readings, ``Type: message`` of an error or ``nothing``)."""
+    ``behaviour`` entries read it (``real``/``fake`` as shown: ``str`` of
+    the readings, ``Type: message`` of an error or ``nothing``; and
+    ``real_value``/``fake_value``, the readings themselves where they are
+    plain data -- sizes, strides, flags -- else None).  Two records of the
+    same difference are equal whatever their values."""
 
     attribute: str  # e.g. "stride()", "raised", "values"
     real: str
@@ -98,6 +102,21 @@ class StepDifference(NamedTuple):
     shape: tuple[int, ...] | None  # its shape
     path: str  # e.g. "t0", "t1._base", "*"
     source: str  # the step's source
+    real_value: Any = dataclasses.field(default=None, compare=False)
+    fake_value: Any = dataclasses.field(default=None, compare=False)
+
+    @staticmethod
+    def plain(value: Any) -> Any:
+        """``value`` where it is plain data (None, a bool, an int, a float, a
+        str, or a tuple or list of them, nested; a ``torch.Size`` as a
+        tuple), else None: a record holds no tensor alive."""
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        if isinstance(value, (tuple, list)):
+            items = [StepDifference.plain(v) for v in value]
+            if all(i is not None or v is None for i, v in zip(items, value)):
+                return tuple(items)
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -495,6 +495,33 @@ def test_a_backward_through_a_view_of_an_overlapping_base_is_known_for_carried_t
     assert behaviour(*apart, program=program, converter=converter).status == PASSED
 
 
+def test_a_step_record_keeps_plain_readings_as_values_and_no_tensor() -> None:
+    plain = StepDifference.plain
+    assert plain(torch.Size([2, 3])) == (2, 3) and plain([(1, 0), None]) == ((1, 0), None)
+    assert plain(True) is True and plain("nothing") == "nothing"
+    assert plain(torch.zeros(2)) is None and plain((1, torch.zeros(2))) is None
+    a = StepDifference("stride()", "(3, 1)", "(1, 1)", 3, (1, 3), "t0", "p = t0.t()",
+                       real_value=(3, 1), fake_value=(1, 1))
+    b = StepDifference("stride()", "(3, 1)", "(1, 1)", 3, (1, 3), "t0", "p = t0.t()")
+    assert a == b and len({a, b}) == 1  # (the same difference, recorded twice)
+
+
+def test_the_degenerate_stride_entry_reads_the_recorded_strides_not_their_text() -> None:
+    from pytest_metafidelity.known_differences.definitions.behaviour import (
+        _only_degenerate_strides as holds,
+    )
+
+    def record(real: Any, fake: Any, shape: tuple[int, ...]) -> StepDifference:
+        return StepDifference("stride()", str(real), str(fake), 3, shape, "t0", "p = t0.t()",
+                              real_value=real, fake_value=fake)
+
+    assert holds(record((3, 1), (1, 1), (1, 3)))  # only the size-1 dimension differs
+    assert not holds(record((3, 1), (1, 3), (3, 3)))
+    assert holds(record((5, 7), (1, 1), (0, 3)))  # no elements: no stride moves
+    # the text alone (a reading that was not plain data) explains nothing
+    assert not holds(StepDifference("stride()", "(3, 1)", "(1, 1)", 3, (1, 3), "t0", "p"))
+
+
 @pytest.mark.parametrize("fake, explained", [
     ("nothing", True),
     ("RuntimeError: Inplace update to inference tensor outside InferenceMode is not allowed.", True),

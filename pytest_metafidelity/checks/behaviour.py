@@ -828,7 +828,8 @@ def _conversion_bugs(conv: Conversion, step: Step, differs: list[Mismatch],
     for m in differs:
         numel, shape = numels[id(m)]
         conv.behaviour_differences.add(StepDifference(
-            m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source))
+            m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source,
+            real_value=StepDifference.plain(m.real), fake_value=StepDifference.plain(m.fake)))
         if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
             conv.behaviour_uncopied_reads.add(m.path)
     return [StepMismatch(

@@ -331,13 +331,14 @@ _BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
 def _only_degenerate_strides(d: StepDifference) -> bool:
     """A recorded stride() difference only on dimensions of size 1 (or of a
     tensor with no elements), where a stride moves through no memory."""
-    import ast
-
     from ..op_differences import only_degenerate_strides
 
     if d.attribute != "stride()" or d.shape is None:
         return False
-    return only_degenerate_strides(ast.literal_eval(d.real), ast.literal_eval(d.fake), d.shape)
+    real, fake = d.real_value, d.fake_value
+    if not (isinstance(real, tuple) and isinstance(fake, tuple)):
+        return False
+    return only_degenerate_strides(real, fake, d.shape)
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -1797,14 +1798,9 @@ def _expand_assumed_a_size(d: Any) -> bool:
     """An expand after which the converted side reads a size where the real
     one has 1 (``shape``), or a stride where the real one broadcasts with 0
     (``stride()``): the fake took an unbacked size for the expanded one."""
-    import ast
-
     if not _EXPANDS.search(d.source) or d.attribute not in ("shape", "stride()"):
         return False
-    try:
-        real, fake = ast.literal_eval(d.real), ast.literal_eval(d.fake)  # (tuples, as shown)
-    except (ValueError, SyntaxError):
-        return False
+    real, fake = d.real_value, d.fake_value
     if not (isinstance(real, tuple) and isinstance(fake, tuple) and len(real) == len(fake)):
         return False
     broadcast = 1 if d.attribute == "shape" else 0
