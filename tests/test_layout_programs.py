@@ -780,3 +780,17 @@ def test_what_an_eighteenth_long_run_met_in_an_as_strided_chain_is_registered() 
     assert known_ids(outcome) == ["behaviour-as-strided-chain-grad-offset"]
     assert [(m.path, m.attribute) for _, m in outcome.known] == [
         ("t3._base.grad", "storage_offset()")]
+
+
+# A nineteenth run met zero_() of a view of a dense inference tensor made by
+# to_dense() of a compressed tensor built from its indices (no control):
+# every fake view of an inference tensor takes it, eager refuses.
+@pytest.mark.parametrize("converter", ["fake", "fake-real", "fake-dynamic"])
+def test_what_a_nineteenth_long_run_met_in_inference_mode_is_registered(converter: str) -> None:
+    lines = ("t0 = torch.sparse_csr_tensor(torch.tensor([0]), torch.empty((0,), "
+             "dtype=torch.int64), torch.empty(0), (0, 1))",)
+    program = "with torch.inference_mode():\n    p0 = t0.to_dense()\np1 = p0.unsqueeze(0)\np1.zero_()"
+    outcome = behaviour_of_all(lines, program, converter)
+    assert known_ids(outcome) == ["op:fake-in-place-op-on-inference-view"]
+    assert [(m.path, m.attribute) for _, m in outcome.known] == [
+        ("*", "op-difference fake-in-place-op-on-inference-view")]
