@@ -252,9 +252,11 @@ class DynamicFakeConverter(Converter):
     real = False
 
     def __init__(self) -> None:
+        from torch._guards import TracingContext
+
         self.mode = _fake_mode(dynamic=True, real=self.real)
         self._count = 0
-        self._tracing_context = _tracing_context(self.mode)
+        self._tracing_context = TracingContext(self.mode)
 
     def _convert(self, t: torch.Tensor) -> torch.Tensor:
         refuse_crashing_item_read(t, lambda: self._convert_with_source(t))
@@ -262,14 +264,11 @@ class DynamicFakeConverter(Converter):
 
     def _convert_with_source(self, t: torch.Tensor) -> torch.Tensor:
         from torch._dynamo.source import ConstantSource
+        from torch._guards import tracing
 
         self._count += 1
         source = ConstantSource(f"input{self._count}")
-        context = all_dynamic_context(t, source, stateful=self._tracing_context is not None)
-        if self._tracing_context is None:  # torch without Dynamo's tracing context
-            return _from_tensor(self.mode, t, source=source, symbolic_context=context)
-        from torch._guards import tracing
-
+        context = all_dynamic_context(t, source, stateful=True)
         with tracing(self._tracing_context):
             # (held while asked again: torch's memo holds fakes weakly, and
             # Dynamo's graph holds its inputs' fakes)
@@ -278,18 +277,6 @@ class DynamicFakeConverter(Converter):
             later = self.mode.from_tensor(t)
         del dynamo
         return later
-
-
-def _tracing_context(mode: Any) -> Any:
-    """A Dynamo ``TracingContext`` over ``mode`` whose ``tensor_to_context``
-    the conversion reads, or None where this torch has none."""
-    try:
-        from torch._guards import TracingContext
-        from torch.fx.experimental.symbolic_shapes import StatefulSymbolicContext  # noqa: F401
-    except ImportError:  # pragma: no cover - depends on torch
-        return None
-    context = TracingContext(mode)
-    return context if hasattr(context, "tensor_to_context") else None
 
 
 class RealFakeConverter(FakeConverter):

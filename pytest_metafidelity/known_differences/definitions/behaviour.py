@@ -1794,7 +1794,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 _EXPANDS = re.compile(r"\.(expand|expand_as|broadcast_to)\(|torch\.broadcast_to\(")
 
 
-def _expand_assumed_a_size(d: Any) -> bool:
+def _expand_assumed_a_size(d: StepDifference) -> bool:
     """An expand after which the converted side reads a size where the real
     one has 1 (``shape``), or a stride where the real one broadcasts with 0
     (``stride()``): the fake took an unbacked size for the expanded one."""
