@@ -182,13 +182,13 @@ class FidelitySession:
             if hasattr(sched, "mark_test_pending"):
                 sched.mark_test_pending(crashitem)
             report.nodeid = entry.nodeid
-        tally = Counter({"examples": entry.example + 1, record["status"]: 1})
+        tally = Counter({"examples": entry.example + 1, record.status: 1})
         item = item_record(entry.nodeid, entry.kind, entry.converter, tally, FAILED, [], "",
                            crashes=[record])
-        report.user_properties.append((PROPERTY, json.dumps(item)))
+        report.user_properties.append((PROPERTY, json.dumps(item.to_json())))
         report.longrepr = (f"{crashes.describe(record)} in example {entry.example + 1} of "
-                           f"{entry.nodeid}{where}\n  reproducer: {record['reproducer_file']}\n"
-                           f"  last frames:\n{record['frames']}")
+                           f"{entry.nodeid}{where}\n  reproducer: {record.reproducer_file}\n"
+                           f"  last frames:\n{record.frames}")
         isolation.forgive_recorded_crash(self.config)
 
     @pytest.hookimpl(tryfirst=True)
@@ -314,8 +314,9 @@ class FidelitySession:
         if self.run.journal is not None:
             self.run.journal.end()
             self.run.journal.disarm()
-        from .report import (PROPERTY, crash_errors, exit_crash_record, failure_records,
-                             fidelity_errors, item_record, unexpectedly_passing_records)
+        from .report import (PROPERTY, failure_records, fidelity_errors, item_record,
+                             unexpectedly_passing_records)
+        from .suite.crashes import crash_errors, exit_crash_record
 
         suite_item = item.callspec.params["metafidelity_item"]  # type: ignore[attr-defined]
         directory = self.reproducers
@@ -336,8 +337,8 @@ class FidelitySession:
         report = outcome.get_result()
         digest = self.run.digests.get(item.nodeid)
         tally = Counter(self.run.tallies.get(item.nodeid, {}))
-        for record in crashed:
-            tally[record["status"]] += 1
+        for crash in crashed:
+            tally[crash.status] += 1
         spending = self.run.spending.get(item.nodeid)
         record = item_record(item.nodeid, suite_item.kind, suite_item.converter,
                              tally, report.outcome, failures,
@@ -345,16 +346,18 @@ class FidelitySession:
                              known=self.run.known.get(item.nodeid, {}),
                              unexpectedly_passing=passing, crashes=crashed,
                              spending=spending.as_dict() if spending else None)
-        report.user_properties.append((PROPERTY, json.dumps(record)))
+        report.user_properties.append((PROPERTY, json.dumps(record.to_json())))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs on the controller for every worker's reports under xdist;
         # crash reports (made by xdist for a dead worker) have when "???".
         if report.when not in ("call", "???"):
             return
+        from .report import PROPERTY, ItemRecord
+
         for name, value in report.user_properties:
-            if name == "metafidelity":
-                record = json.loads(value)
+            if name == PROPERTY:
+                record = ItemRecord.from_json(json.loads(value))
                 self.collector.add(record)
                 if self.progress is not None:
                     self.progress.item_done(record)

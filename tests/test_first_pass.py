@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from pytest_metafidelity.report import Collector
+from pytest_metafidelity.report import Collector, ItemRecord
 from pytest_metafidelity.report_html import render
 from pytest_metafidelity.suite import first_pass
 from pytest_metafidelity.suite.budget import starved
@@ -81,7 +81,7 @@ def test_starved_items_are_flagged_in_the_terminal_the_json_and_the_page() -> No
                    _item("nested_jagged-meta", 6, 0.02),
                    # a failed item stopped early on purpose
                    _item("conj_neg-meta", 2, 0.01, outcome="failed")):
-        collector.add(record)
+        collector.add(ItemRecord.from_json(record))
     assert set(collector.starved()) == {"nested_jagged-meta"}
     text = collector.spending_text()
     assert "1 item(s) starved" in text

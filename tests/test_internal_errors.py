@@ -195,9 +195,9 @@ def test_the_suite_reports_internal_errors_in_the_table_and_json(
     records = failure_records(FidelityError(result), kind="dense", converter="meta",
                               nodeid="suite::test_fidelity[dense-meta]", directory=str(tmp_path))
     [record] = records
-    assert record["internal_error"] is True and record["check"] == "crashy"
-    assert "_divides_by_zero" in record["traceback"]
-    assert "internal error in check 'crashy'" in open(record["reproducer_file"]).read()
+    assert record.internal_error is True and record.check == "crashy"
+    assert record.traceback is not None and "_divides_by_zero" in record.traceback
+    assert "internal error in check 'crashy'" in open(record.reproducer_file).read()
     tally = Counter({"examples": 1, result.outcomes[0].status: 1})
     collector = Collector()
     collector.add(item_record("suite::test_fidelity[dense-meta]", "dense", "meta", tally,

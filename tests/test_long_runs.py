@@ -16,6 +16,7 @@ from pytest_metafidelity import check_faithful
 from pytest_metafidelity.child import Ending, run_in_child
 from pytest_metafidelity.crash_guards import (ConversionCrash, known_crash,
                                               run_known_crashes_in_children)
+from pytest_metafidelity.report import Failure, ItemRecord
 from pytest_metafidelity.suite import crashes, journal
 from pytest_metafidelity.suite.budget import FIRST_PASS_EXAMPLES, MIN_EXAMPLES, TimeBudget
 from pytest_metafidelity.suite.progress import Progress
@@ -110,9 +111,11 @@ def test_budget_counts_a_first_pass_round_as_the_items_first() -> None:
 # -- the progress line --------------------------------------------------------
 
 
-def _record(examples: int, *, failed: bool = False, crashed: int = 0) -> dict:
-    return {"counts": {"examples": examples, "crashed": crashed, "hung": 0},
-            "failures": [{"x": 1}] if failed else []}
+def _record(examples: int, *, failed: bool = False, crashed: int = 0) -> ItemRecord:
+    failure = Failure(signature="oracle|dense|meta|x", kind="dense", converter="meta")
+    return ItemRecord(nodeid="dense-meta", kind="dense", converter="meta",
+                      counts={"examples": examples, "crashed": crashed, "hung": 0},
+                      failures=[failure] if failed else [])
 
 
 def test_a_later_rounds_seed_is_the_same_in_every_process_and_checkout() -> None:

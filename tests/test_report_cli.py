@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from pytest_metafidelity import report_html, report_merge
-from pytest_metafidelity.report import COLUMNS
+from pytest_metafidelity.report import (COLUMNS, Crash, Failure, ItemRecord, ReportError,
+                                        UnexpectedPass)
 from pytest_metafidelity.report_cli import main, new_failures
 
 QUIET = ["-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
@@ -58,7 +59,7 @@ def _shard_docs() -> tuple[dict[str, Any], dict[str, Any]]:
     c["failures"] = [_failure(sig, c["nodeid"]), _failure("oracle|view_family|fake|x", c["nodeid"])]
     crash = {"signature": "crash|view_family|fake|SIGSEGV", "status": "crashed",
              "kind": "view_family", "converter": "fake", "nodeid": c["nodeid"], "signal": 11,
-             "exit_status": -11, "frames": ["frame 0", "frame 1"], "reproducer": "import torch\n",
+             "exit_status": -11, "frames": "frame 0\nframe 1", "reproducer": "import torch\n",
              "reproducer_file": "r/crash.py"}
     c["crashes"] = [crash, dict(crash)]
     a["known_differences"] = {"entry-x": 2}
@@ -115,7 +116,7 @@ def test_bad_input_is_an_error_naming_the_file(tmp_path: Path, capsys: Any) -> N
 def test_new_failures_are_those_not_in_the_older_report(tmp_path: Path) -> None:
     one, two = _shard_docs()
     merged = report_merge.merge([one, two])
-    assert {r["signature"] for r in new_failures(merged, report_merge.merge([one]))} == {
+    assert {r.signature for r in new_failures(merged, report_merge.merge([one]))} == {
         "oracle|view_family|fake|x", "crash|view_family|fake|SIGSEGV"}
     paths = [tmp_path / n for n in ("new.json", "old.json")]
     paths[0].write_text(json.dumps(merged))
@@ -144,6 +145,57 @@ def test_page_shows_every_section_and_loads_nothing(tmp_path: Path) -> None:
     # Escaped: a reproducer cannot inject markup.
     one["items"][0]["failures"][0]["reproducer"] = "</pre><script>alert(1)</script>"
     assert "<script>alert(1)" not in report_html.render(one)
+
+
+def test_a_crash_shows_its_frames_one_per_line() -> None:
+    one, two = _shard_docs()
+    page = report_html.render(report_merge.merge([one, two]))
+    assert "<pre>frame 0\nframe 1</pre>" in page
+
+
+def test_records_read_back_equal_and_written_again_unchanged() -> None:
+    """Every record of a report is read into its typed record and written
+    out again key for key, value for value, fields this version does not
+    know included; a record missing optional fields gets their defaults
+    once, and is then written unchanged."""
+    one, two = _shard_docs()
+    one["items"][0]["failures"][0]["from_a_later_version"] = [1, 2]
+    merged = report_merge.merge([one, two])  # its records were written by to_json
+    for raw in merged["items"]:
+        item = ItemRecord.from_json(raw)
+        assert item.to_json() == raw and ItemRecord.from_json(raw) == item
+        assert all(isinstance(f, Failure) for f in item.failures)
+        assert all(isinstance(c, Crash) for c in item.crashes)
+    for record_type, key in ((Failure, "failures"), (Crash, "crashes"),
+                             (UnexpectedPass, "unexpectedly_passing")):
+        assert merged[key], key
+        for raw in merged[key]:
+            assert record_type.from_json(raw).to_json() == raw
+    for raw in one["items"]:  # written by hand, with fewer fields
+        once = ItemRecord.from_json(raw).to_json()
+        assert ItemRecord.from_json(once).to_json() == once
+        assert {k: once[k] for k in raw if k != "failures"} == {
+            k: v for k, v in raw.items() if k != "failures"}
+    failure = ItemRecord.from_json(one["items"][0]).failures[0]
+    assert failure.extra == {"from_a_later_version": [1, 2]}
+    assert failure.to_json()["from_a_later_version"] == [1, 2]
+    assert failure.traceback is None and "traceback" not in failure.to_json()
+
+
+def test_a_record_missing_what_identifies_it_is_an_error_naming_it(tmp_path: Path,
+                                                                  capsys: Any) -> None:
+    with pytest.raises(ReportError, match="a failure record lacks 'signature'"):
+        Failure.from_json({"kind": "dense", "converter": "meta"})
+    with pytest.raises(ReportError, match="an item record's 'failures' must be a list"):
+        ItemRecord.from_json({"nodeid": "n", "kind": "dense", "converter": "meta",
+                              "failures": "none"})
+    one, _ = _shard_docs()
+    del one["items"][0]["kind"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(one))
+    assert main(["html", str(tmp_path / "page.html"), str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json: an item record lacks 'kind'" in err
 
 
 def test_the_table_the_json_and_the_page_spell_each_status_one_way() -> None:

@@ -2,8 +2,8 @@
 
 The modules import one way only, each from those before it:
 
-    records     one JSON record per item, failure, crash, known difference
-                that did not occur; reproducer files
+    records     one typed record (to_json/from_json) per item, failure,
+                crash, known difference that did not occur; reproducer files
     tables      the kinds x converters table, records once per signature
     collector   the controller gathers the records: terminal table and
                 texts, the run's JSON report
@@ -19,10 +19,12 @@ names the plugin and the crash shrinking use are here.
 from __future__ import annotations
 
 from .collector import Collector, shorten
-from .records import (COLUMNS, PROPERTY, crash_errors, exit_crash_record, failure_records,
-                      fidelity_errors, item_record, unexpectedly_passing_records)
+from .records import (COLUMNS, PROPERTY, Crash, Failure, ItemRecord, ReportError,
+                      UnexpectedPass, failure_records, fidelity_errors, item_record,
+                      unexpectedly_passing_records)
 
 __all__ = [
-    "COLUMNS", "PROPERTY", "Collector", "crash_errors", "exit_crash_record", "failure_records",
-    "fidelity_errors", "item_record", "shorten", "unexpectedly_passing_records",
+    "COLUMNS", "PROPERTY", "Collector", "Crash", "Failure", "ItemRecord", "ReportError",
+    "UnexpectedPass", "failure_records", "fidelity_errors", "item_record", "shorten",
+    "unexpectedly_passing_records",
 ]

@@ -19,7 +19,8 @@ import sys
 from typing import Any
 
 from .html_page import render
-from .merge import ReportError, load, merge, table
+from .merge import load, merge, table
+from .records import Crash, Failure, ReportError
 
 
 def _write(path: str, text: str) -> None:
@@ -29,31 +30,32 @@ def _write(path: str, text: str) -> None:
         f.write(text)
 
 
-def new_failures(doc: dict[str, Any], old: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Failures and crashes of ``doc`` whose signature ``old`` does not have."""
+def _findings(doc: dict[str, Any]) -> list[Failure | Crash]:
+    """The failures and crashes of a report, merged (once per signature)."""
     doc = doc if "inputs" in doc else merge([doc])
-    known = set()
-    if old is not None:
-        old = old if "inputs" in old else merge([old])
-        known = {r["signature"] for r in [*old.get("failures", []), *old.get("crashes", [])]}
-    return [r for r in [*doc.get("failures", []), *doc.get("crashes", [])]
-            if r["signature"] not in known]
+    return [*(Failure.from_json(f) for f in doc.get("failures", [])),
+            *(Crash.from_json(c) for c in doc.get("crashes", []))]
 
 
-def markdown(records: list[dict[str, Any]], doc: dict[str, Any]) -> str:
+def new_failures(doc: dict[str, Any], old: dict[str, Any] | None) -> list[Failure | Crash]:
+    """Failures and crashes of ``doc`` whose signature ``old`` does not have."""
+    known = {r.signature for r in _findings(old)} if old is not None else set()
+    return [r for r in _findings(doc) if r.signature not in known]
+
+
+def markdown(records: list[Failure | Crash], doc: dict[str, Any]) -> str:
     env = doc.get("environment", {})
     lines = [f"pytest-metafidelity nightly: {len(records)} new failure(s) on torch "
              f"{env.get('torch', '?')} (Hypothesis seed {env.get('seed')})", ""]
     for r in records:
-        what = (f"{r.get('status')} (signal {r.get('signal')}, exit status {r.get('exit_status')})"
-                if "status" in r and "check" not in r
-                else f"[{r.get('check')}] {r.get('path')}: {r.get('attribute')}: "
-                     f"real {r.get('real')}, fake {r.get('fake')}")
-        nodeids = r.get("nodeids") or [r.get("nodeid", "")]
-        lines += [f"### {r.get('kind')} through {r.get('converter')}: {what}", "",
-                  f"Signature: `{r['signature']}`", "",
+        what = (f"{r.status} (signal {r.signal}, exit status {r.exit_status})"
+                if isinstance(r, Crash)
+                else f"[{r.check}] {r.path}: {r.attribute}: real {r.real}, fake {r.fake}")
+        nodeids = r.nodeids or [r.nodeid]
+        lines += [f"### {r.kind} through {r.converter}: {what}", "",
+                  f"Signature: `{r.signature}`", "",
                   *[f"Rerun: `pytest --metafidelity \"{n}\"`" for n in nodeids], "",
-                  "```python", str(r.get("reproducer", "")).rstrip(), "```", ""]
+                  "```python", r.reproducer.rstrip(), "```", ""]
     return "\n".join(lines)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..outcomes import CRASHED, ERROR, FAILED, HUNG, INTERNAL, KNOWN, PASSED, UNSUPPORTED
 from .merge import merge
+from .records import Crash, Failure, ItemRecord, UnexpectedPass
 from .tables import columns
 
 # A cell of an item that no report ran.
@@ -38,17 +39,17 @@ STATUSES = (
 _LIGHT = (KNOWN, NOT_RUN)
 
 
-def cell_status(item: dict[str, Any] | None) -> str:
+def cell_status(item: ItemRecord | None) -> str:
     """The one outcome a heat-map cell shows for an item."""
     if item is None:
         return NOT_RUN
-    counts = item.get("counts", {})
+    counts = item.counts
     for status in (CRASHED, HUNG):
-        if counts.get(status, 0) or item.get("outcome") == status:
+        if counts.get(status, 0) or item.outcome == status:
             return status
     if counts.get(INTERNAL, 0):
         return INTERNAL
-    if counts.get(FAILED, 0) or item.get("outcome") in (FAILED, ERROR):
+    if counts.get(FAILED, 0) or item.outcome in (FAILED, ERROR):
         return FAILED
     if counts.get(KNOWN, 0):
         return KNOWN
@@ -112,18 +113,22 @@ SCRIPT = """
 """
 
 
+def _items(doc: dict[str, Any]) -> list[ItemRecord]:
+    return [ItemRecord.from_json(i) for i in doc["items"]]
+
+
 def _heatmap(doc: dict[str, Any]) -> str:
-    items = doc["items"]
-    device_sets = sorted({",".join(i.get("devices", [])) for i in items})
-    converters = []
+    items = _items(doc)
+    device_sets = sorted({",".join(i.devices or []) for i in items})
+    converters: list[str] = []
     for i in items:
-        if i["converter"] not in converters:
-            converters.append(i["converter"])
+        if i.converter not in converters:
+            converters.append(i.converter)
     order = doc.get("options", {}).get("converters") or []
     converters.sort(key=lambda c: (order.index(c) if c in order else len(order), c))
     column_keys = [(c, d) for d in device_sets for c in converters]
-    kinds = sorted({i["kind"] for i in items})
-    by_key = {(i["kind"], i["converter"], ",".join(i.get("devices", []))): i for i in items}
+    kinds = sorted({i.kind for i in items})
+    by_key = {(i.kind, i.converter, ",".join(i.devices or [])): i for i in items}
     head = "".join(
         f"<th>{_e(c)}" + (f"<br><small>{_e(d)}</small>" if len(device_sets) > 1 else "") + "</th>"
         for c, d in column_keys)
@@ -138,10 +143,10 @@ def _heatmap(doc: dict[str, Any]) -> str:
                 cells.append(f'<td class="cell status-{_slug(NOT_RUN)}" '
                              f'data-status="{_e(NOT_RUN)}">-</td>')
                 continue
-            counts = item.get("counts", {})
+            counts = item.counts
             title = f"{kind} through {converter}: {status}; " + ", ".join(
                 f"{c} {counts.get(c, 0)}" for c in columns([item]) if counts.get(c, 0))
-            starved = item.get("starved") or ""
+            starved = item.starved or ""
             if starved:
                 title += f"; {starved}"
             cells.append(
@@ -159,16 +164,17 @@ def _heatmap(doc: dict[str, Any]) -> str:
 
 
 def _totals(doc: dict[str, Any]) -> str:
-    cols = doc.get("columns") or columns(doc["items"])
+    items = _items(doc)
+    cols = doc.get("columns") or columns(items)
     totals: Counter = Counter()
     statuses: Counter = Counter()
-    for i in doc["items"]:
-        totals.update(i.get("counts", {}))
+    for i in items:
+        totals.update(i.counts)
         statuses[cell_status(i)] += 1
     head = "".join(f"<th>{_e(c)}</th>" for c in cols)
     body = "".join(f"<td>{totals.get(c, 0)}</td>" for c in cols)
-    items = ", ".join(f"{n} {_e(s)}" for s, n in statuses.most_common())
-    return (f"<p>{len(doc['items'])} items: {items}.</p>"
+    said = ", ".join(f"{n} {_e(s)}" for s, n in statuses.most_common())
+    return (f"<p>{len(items)} items: {said}.</p>"
             f'<table class="summary"><tr>{head}</tr><tr>{body}</tr></table>')
 
 
@@ -201,38 +207,37 @@ def _rerun(nodeid: str) -> str:
 
 
 def _failures(doc: dict[str, Any]) -> str:
-    failures = doc.get("failures", [])
+    failures = [Failure.from_json(f) for f in doc.get("failures", [])]
     if not failures:
         return "<p>No failures.</p>"
     parts = []
     for f in failures:
-        nodeids = f.get("nodeids") or [f.get("nodeid", "")]
+        nodeids = f.nodeids or [f.nodeid]
         parts.append(
-            f'<div class="failure"><h3>[{_e(f.get("check"))}] {_e(f.get("kind"))} through '
-            f'{_e(f.get("converter"))}: {_e(f.get("path"))}: {_e(f.get("attribute"))}</h3>'
-            f"<p>real: <code>{_e(f.get('real'))}</code><br>fake: <code>{_e(f.get('fake'))}</code></p>"
+            f'<div class="failure"><h3>[{_e(f.check)}] {_e(f.kind)} through '
+            f'{_e(f.converter)}: {_e(f.path)}: {_e(f.attribute)}</h3>'
+            f"<p>real: <code>{_e(f.real)}</code><br>fake: <code>{_e(f.fake)}</code></p>"
             f"<p>rerun: {'<br>'.join(_rerun(n) for n in nodeids)}<br>"
-            f"reproducer file: <code>{_e(f.get('reproducer_file'))}</code></p>"
-            f"<pre>{_e(f.get('reproducer', ''))}</pre></div>")
+            f"reproducer file: <code>{_e(f.reproducer_file)}</code></p>"
+            f"<pre>{_e(f.reproducer)}</pre></div>")
     return "".join(parts)
 
 
 def _crashes(doc: dict[str, Any]) -> str:
-    crashes = doc.get("crashes", [])
+    crashes = [Crash.from_json(c) for c in doc.get("crashes", [])]
     if not crashes:
         return "<p>No crashes or hangs.</p>"
     parts = []
     for c in crashes:
-        nodeids = c.get("nodeids") or [c.get("nodeid", "")]
-        frames = c.get("frames") or []
+        nodeids = c.nodeids or [c.nodeid]
         parts.append(
-            f'<div class="crash"><h3>{_e(c.get("status"))}: {_e(c.get("kind"))} through '
-            f'{_e(c.get("converter"))}</h3>'
-            f"<p>signal: {_e(c.get('signal'))}, exit status: {_e(c.get('exit_status'))}<br>"
+            f'<div class="crash"><h3>{_e(c.status)}: {_e(c.kind)} through '
+            f'{_e(c.converter)}</h3>'
+            f"<p>signal: {_e(c.signal)}, exit status: {_e(c.exit_status)}<br>"
             f"rerun: {'<br>'.join(_rerun(n) for n in nodeids)}<br>"
-            f"reproducer file: <code>{_e(c.get('reproducer_file'))}</code></p>"
-            + (f"<pre>{_e(chr(10).join(map(str, frames)))}</pre>" if frames else "")
-            + f"<pre>{_e(c.get('reproducer', ''))}</pre></div>")
+            f"reproducer file: <code>{_e(c.reproducer_file)}</code></p>"
+            + (f"<pre>{_e(c.frames)}</pre>" if c.frames else "")
+            + f"<pre>{_e(c.reproducer)}</pre></div>")
     return "".join(parts)
 
 
@@ -250,10 +255,10 @@ def _known(doc: dict[str, Any]) -> str:
                     f"<td>{_e(', '.join(record['items']))}</td></tr>")
     table = (f"<table><tr><th>entry</th><th>link</th><th>examples</th><th>items</th></tr>"
              f"{''.join(rows)}</table>" if rows else "<p>None occurred.</p>")
-    passing = doc.get("unexpectedly_passing", [])
+    passing = [UnexpectedPass.from_json(p) for p in doc.get("unexpectedly_passing", [])]
     prow = "".join(
-        f"<tr><td>{_e(p['entry'])}</td><td>{_link(p.get('link'))}</td><td>{p.get('examples', 0)}</td>"
-        f"<td>{_e(', '.join(p.get('items', [])))}</td><td><code>{_e(p.get('reproducer_file'))}</code></td></tr>"
+        f"<tr><td>{_e(p.entry)}</td><td>{_link(p.link)}</td><td>{p.examples}</td>"
+        f"<td>{_e(', '.join(p.items or []))}</td><td><code>{_e(p.reproducer_file)}</code></td></tr>"
         for p in passing)
     ptable = (f"<table><tr><th>entry</th><th>link</th><th>examples</th><th>items</th>"
               f"<th>reproducer</th></tr>{prow}</table>" if passing else "<p>None.</p>")
@@ -262,11 +267,11 @@ def _known(doc: dict[str, Any]) -> str:
 
 
 def _starved(doc: dict[str, Any]) -> str:
-    starved = [i for i in doc["items"] if i.get("starved")]
+    starved = [i for i in _items(doc) if i.starved]
     if not starved:
         return "<p>None: every item got at least a quarter of its share of the budget.</p>"
-    rows = "".join(f"<tr><td>{_e(i['kind'])}</td><td>{_e(i['converter'])}</td>"
-                   f"<td>{_e(i['starved'])}</td><td>{_rerun(i['nodeid'])}</td></tr>"
+    rows = "".join(f"<tr><td>{_e(i.kind)}</td><td>{_e(i.converter)}</td>"
+                   f"<td>{_e(i.starved)}</td><td>{_rerun(i.nodeid)}</td></tr>"
                    for i in starved)
     return (f"<table><tr><th>kind</th><th>converter</th><th>why</th><th>rerun</th></tr>"
             f"{rows}</table>")
@@ -288,7 +293,7 @@ def render(doc: dict[str, Any]) -> str:
         f"<h2>Failures ({len(doc.get('failures', []))})</h2>{_failures(doc)}"
         f"<h2>Crashes and hangs ({len(doc.get('crashes', []))})</h2>{_crashes(doc)}"
         f"<h2>Known differences</h2>{_known(doc)}"
-        f"<h2>Starved items ({sum(1 for i in doc['items'] if i.get('starved'))})</h2>"
+        f"<h2>Starved items ({sum(1 for i in _items(doc) if i.starved)})</h2>"
         f"{_starved(doc)}"
         f"<h2>Environment</h2>{_environment(doc)}"
         f"<script>{SCRIPT}</script></body></html>\n"

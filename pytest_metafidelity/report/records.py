@@ -1,38 +1,230 @@
 """The records of a suite run: one per item, per failure, per crash, per
 known difference that did not occur, each failure's reproducer in a file.
 
-Each suite item's outcome travels as one JSON record in the test report's
-``user_properties`` (pytest-xdist ships those from workers to the
-controller), so the table and the JSON report cover every worker.
+Each record is a dataclass with ``to_json()`` (the plain dict written to the
+JSON report) and ``from_json()`` (read back, from this version's reports or
+an older one's: missing fields take their defaults, fields this version does
+not know are kept in ``extra`` and written again).  Each suite item's record
+travels as JSON in the test report's ``user_properties`` (pytest-xdist ships
+those from workers to the controller), so the table and the JSON report
+cover every worker.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from ..outcomes import ENDINGS
+from ..outcomes import ENDINGS, PASSED
 
 if TYPE_CHECKING:
     from ..faithful import FidelityError, Outcome
-    from ..suite.runner import ExampleCrashed
 
 PROPERTY = "metafidelity"
 # An item's count columns: examples per ending, then all its examples.
 COLUMNS = (*ENDINGS, "examples")
 
 
-def _errors_of(exc: BaseException | None, cls: type) -> list[Any]:
+class ReportError(ValueError):
+    """An input that is not a metafidelity report or record; the message names it."""
+
+
+R = TypeVar("R", bound="Record")
+
+
+@dataclasses.dataclass(kw_only=True)
+class Record:
+    """What every record shares: its JSON form.  A field named in
+    ``OMITTED_WHEN_NONE`` is left out of the JSON while it is None (it
+    belongs to some records only, or to merged reports only)."""
+
+    # What the record is, in errors: "a failure record lacks 'signature'".
+    NAME: ClassVar[str] = "a record"
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
+    # Fields of a report this version does not know, written out again.
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            if f.name == "extra":
+                continue
+            value = getattr(self, f.name)
+            if value is None and f.name in self.OMITTED_WHEN_NONE:
+                continue
+            out[f.name] = _plain(value)
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_json(cls: type[R], data: Any) -> R:
+        if not isinstance(data, dict):
+            raise ReportError(f"{cls.NAME} must be a JSON object, not {data!r:.80}")
+        missing = [k for k in cls.REQUIRED if k not in data]
+        if missing:
+            raise ReportError(f"{cls.NAME} lacks {', '.join(map(repr, missing))}: "
+                              f"{data!r:.200}")
+        known = {f.name for f in dataclasses.fields(cls)} - {"extra"}
+        values = {k: cls._read(k, v) for k, v in data.items() if k in known}
+        return cls(**values, extra={k: v for k, v in data.items() if k not in known})
+
+    @classmethod
+    def _read(cls, name: str, value: Any) -> Any:
+        """A field's value from its JSON (records nested in it made typed)."""
+        return value
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_json()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+@dataclasses.dataclass(kw_only=True)
+class Failure(Record):
+    """One broken invariant (``internal_error`` False), or one check that
+    crashed: a bug in the check, with its ``traceback`` (True)."""
+
+    NAME = "a failure record"
+    REQUIRED = ("signature", "kind", "converter")
+    OMITTED_WHEN_NONE = ("traceback", "nodeids")
+
+    signature: str
+    internal_error: bool = False
+    check: str = ""
+    kind: str
+    converter: str
+    path: str = ""
+    attribute: str = ""
+    real: str = ""
+    fake: str = ""
+    detail: str = ""
+    traceback: str | None = None  # internal errors only
+    reproducer: str = ""
+    reproducer_file: str = ""
+    replay: str = ""
+    nodeid: str = ""
+    nodeids: list[str] | None = None  # merged reports: every node id that hit it
+
+
+@dataclasses.dataclass(kw_only=True)
+class Crash(Record):
+    """An example that killed its process (``crashed``) or outlived its time
+    limit (``hung``), with a reproducer that ends the same way standalone."""
+
+    NAME = "a crash record"
+    REQUIRED = ("signature", "status", "kind", "converter")
+    OMITTED_WHEN_NONE = ("choices", "checks", "devices", "while_reporting", "reproduces",
+                         "shrinking", "nodeids")
+
+    signature: str
+    status: str
+    kind: str
+    converter: str
+    nodeid: str = ""
+    signal: str | None = None
+    exit_status: int | None = None
+    timeout: float | None = None
+    example: int | None = None
+    frames: str = ""
+    reproducer: str = ""
+    # what crash shrinking replays: the example's draws and settings
+    choices: str | None = None
+    checks: list[str] | None = None
+    devices: list[str] | None = None
+    earlier_run: bool = False
+    # failed, then crashed in reporting (the frames say where): the
+    # reproducer shows the failure; the crash may need the report's code
+    while_reporting: bool | None = None
+    saved_to_database: bool = False
+    reproducer_file: str = ""
+    replay: str = ""
+    # crash shrinking: whether the (shrunk) reproducer ends the same way, and how it went
+    reproduces: bool | None = None
+    shrinking: str | None = None
+    nodeids: list[str] | None = None  # merged reports: every node id that hit it
+
+
+@dataclasses.dataclass(kw_only=True)
+class UnexpectedPass(Record):
+    """A known-difference entry expected on some examples of an item whose
+    difference did not occur there."""
+
+    NAME = "an unexpectedly-passing record"
+    REQUIRED = ("entry", "kind", "converter")
+    OMITTED_WHEN_NONE = ("items",)
+
+    entry: str
+    kind: str
+    converter: str
+    examples: int = 0
+    link: str = ""
+    reproducer: str = ""
+    reproducer_file: str = ""
+    nodeid: str = ""
+    items: list[str] | None = None  # merged reports: every item it was expected on
+
+
+@dataclasses.dataclass(kw_only=True)
+class ItemRecord(Record):
+    """One suite item (a kind through a converter): its outcome, examples
+    per ending, and what it found."""
+
+    NAME = "an item record"
+    REQUIRED = ("nodeid", "kind", "converter")
+    OMITTED_WHEN_NONE = ("starved", "devices", "merged_nodeids")
+
+    nodeid: str
+    kind: str
+    converter: str
+    outcome: str = PASSED
+    counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    # sha256 over every case's recipe and conversion order: two runs with
+    # equal digests ran exactly the same cases ("" when merged).
+    cases_digest: str = ""
+    failures: list[Failure] = dataclasses.field(default_factory=list)
+    # entry id -> examples in which that known difference occurred
+    known_differences: dict[str, int] = dataclasses.field(default_factory=dict)
+    unexpectedly_passing: list[UnexpectedPass] = dataclasses.field(default_factory=list)
+    # examples that killed their process (crashed) or outlived the time
+    # limit (hung), each with a reproducer
+    crashes: list[Crash] = dataclasses.field(default_factory=list)
+    # budget runs: the item's slice, seconds used, rounds, examples
+    spending: dict[str, Any] | None = None
+    # the run's JSON report: why the item's share of the budget did not reach it ("" if it did)
+    starved: str | None = None
+    # merged reports: the devices its run used, and every node id merged into it
+    devices: list[str] | None = None
+    merged_nodeids: list[str] | None = None
+
+    NESTED: ClassVar[dict[str, type[Record]]] = {
+        "failures": Failure, "unexpectedly_passing": UnexpectedPass, "crashes": Crash}
+
+    @classmethod
+    def _read(cls, name: str, value: Any) -> Any:
+        nested = cls.NESTED.get(name)
+        if nested is None:
+            return value
+        if not isinstance(value, list):
+            raise ReportError(f"{cls.NAME}'s {name!r} must be a list, not {value!r:.80}")
+        return [nested.from_json(v) for v in value]
+
+
+def errors_of(exc: BaseException | None, cls: type) -> list[Any]:
     """The ``cls`` exceptions in ``exc`` (Hypothesis groups distinct bugs)."""
     if exc is None:
         return []
     if isinstance(exc, cls):
         return [exc]
     if isinstance(exc, BaseExceptionGroup):
-        return [e for sub in exc.exceptions for e in _errors_of(sub, cls)]
+        return [e for sub in exc.exceptions for e in errors_of(sub, cls)]
     return []
 
 
@@ -40,33 +232,7 @@ def fidelity_errors(exc: BaseException | None) -> list["FidelityError"]:
     """The FidelityErrors in ``exc``."""
     from ..faithful import FidelityError
 
-    return _errors_of(exc, FidelityError)
-
-
-def crash_errors(exc: BaseException | None) -> list["ExampleCrashed"]:
-    """The ExampleCrashed errors in ``exc`` (examples that exited Python)."""
-    from ..suite.runner import ExampleCrashed
-
-    return _errors_of(exc, ExampleCrashed)
-
-
-def exit_crash_record(error: "ExampleCrashed", *, kind: str, converter: str, nodeid: str,
-                      directory: str) -> dict[str, Any]:
-    """The crash record of an example that raised SystemExit (Hypothesis
-    shrank it in-process, like any failure)."""
-    from ..suite import crashes
-
-    code = error.exit_status
-    record: dict[str, Any] = {
-        "signature": f"{crashes.CRASHED}|{kind}|{converter}|exit{code}",
-        "status": crashes.CRASHED, "kind": kind, "converter": converter, "nodeid": nodeid,
-        "signal": None, "exit_status": code, "timeout": None, "example": None,
-        "frames": "", "reproducer": error.reproducer, "earlier_run": False,
-        "saved_to_database": True,  # Hypothesis saved the failing example itself
-    }
-    record["reproducer_file"] = crashes.write_reproducer(record, directory)
-    record["replay"] = f"python {record['reproducer_file']}"
-    return record
+    return errors_of(exc, FidelityError)
 
 
 def _slug(text: str) -> str:
@@ -75,7 +241,7 @@ def _slug(text: str) -> str:
 
 def failure_records(
     error: "FidelityError", *, kind: str, converter: str, nodeid: str, directory: str
-) -> list[dict[str, Any]]:
+) -> list[Failure]:
     """One record per broken invariant, with the reproducer written to a file."""
     result = error.result
     records = []
@@ -95,29 +261,19 @@ def failure_records(
             )
             with open(path, "w") as f:
                 f.write(header + result.reproducer)
-            records.append({
-                "signature": signature,
-                "internal_error": False,
-                "check": m.check,
-                "kind": kind,
-                "converter": outcome.converter,
-                "path": m.path,
-                "attribute": m.attribute,
-                "real": repr(m.real),
-                "fake": repr(m.fake),
-                "detail": m.detail,
-                "reproducer": result.reproducer,
-                "reproducer_file": path,
-                "replay": replay,
-                "nodeid": nodeid,
-            })
+            records.append(Failure(
+                signature=signature, check=m.check, kind=kind, converter=outcome.converter,
+                path=m.path, attribute=m.attribute, real=repr(m.real), fake=repr(m.fake),
+                detail=m.detail, reproducer=result.reproducer, reproducer_file=path,
+                replay=replay, nodeid=nodeid,
+            ))
         records += _internal_error_records(outcome, result.reproducer, kind=kind,
                                            nodeid=nodeid, directory=directory)
     return records
 
 
 def _internal_error_records(outcome: "Outcome", reproducer: str, *, kind: str, nodeid: str,
-                            directory: str) -> list[dict[str, Any]]:
+                            directory: str) -> list[Failure]:
     """One record per check that crashed: an internal error, with its
     traceback, kept apart from the findings (``internal_error``: True)."""
     records = []
@@ -132,21 +288,21 @@ def _internal_error_records(outcome: "Outcome", reproducer: str, *, kind: str, n
                     f"through {outcome.converter}\n# (a bug in the check, not in torch)\n"
                     f"# Run: {replay}\n# Suite item: pytest --metafidelity \"{nodeid}\"\n"
                     + reproducer)
-        records.append({
-            "signature": signature, "internal_error": True, "check": e.check, "kind": kind,
-            "converter": outcome.converter, "path": "*", "attribute": "internal error",
-            "real": "-", "fake": f"{type(e.error).__name__}: {e.error}", "detail": "",
-            "traceback": e.traceback(), "reproducer": reproducer, "reproducer_file": path,
-            "replay": replay, "nodeid": nodeid,
-        })
+        records.append(Failure(
+            signature=signature, internal_error=True, check=e.check, kind=kind,
+            converter=outcome.converter, path="*", attribute="internal error", real="-",
+            fake=f"{type(e.error).__name__}: {e.error}", traceback=e.traceback(),
+            reproducer=reproducer, reproducer_file=path, replay=replay, nodeid=nodeid,
+        ))
     return records
 
 
 def unexpectedly_passing_records(
-    missing: dict[str, list[Any]], *, kind: str, converter: str, nodeid: str, directory: str
-) -> list[dict[str, Any]]:
+    missing: dict[str, Any], *, kind: str, converter: str, nodeid: str, directory: str
+) -> list[UnexpectedPass]:
     """One record per known-difference entry that was expected on some
-    example but did not occur, with that example's reproducer in a file."""
+    example but did not occur (``missing``: entry id -> (examples, that
+    example's reproducer)), with the reproducer in a file."""
     from ..known_differences import by_id
 
     records = []
@@ -161,41 +317,23 @@ def unexpectedly_passing_records(
                 f"# Entry: {known.link}\n# Suite item: pytest --metafidelity \"{nodeid}\"\n"
                 + reproducer
             )
-        records.append({
-            "entry": entry_id,
-            "kind": kind,
-            "converter": converter,
-            "examples": examples,
-            "link": known.link,
-            "reproducer": reproducer,
-            "reproducer_file": path,
-            "nodeid": nodeid,
-        })
+        records.append(UnexpectedPass(
+            entry=entry_id, kind=kind, converter=converter, examples=examples, link=known.link,
+            reproducer=reproducer, reproducer_file=path, nodeid=nodeid,
+        ))
     return records
 
 
 def item_record(
-    nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[dict],
+    nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[Failure],
     cases_digest: str, known: dict[str, int] | None = None,
-    unexpectedly_passing: list[dict[str, Any]] | None = None,
-    crashes: list[dict[str, Any]] | None = None, spending: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "nodeid": nodeid,
-        "kind": kind,
-        "converter": converter,
-        "outcome": outcome,
-        "counts": {c: tally.get(c, 0) for c in COLUMNS},
-        # sha256 over every case's recipe and conversion order: two runs with
-        # equal digests ran exactly the same cases.
-        "cases_digest": cases_digest,
-        "failures": failures,
-        # entry id -> examples in which that known difference occurred
-        "known_differences": dict(sorted((known or {}).items())),
-        "unexpectedly_passing": unexpectedly_passing or [],
-        # examples that killed their process (crashed) or outlived the time
-        # limit (hung), each with a reproducer
-        "crashes": crashes or [],
-        # budget runs: the item's slice, seconds used, rounds, examples
-        "spending": spending,
-    }
+    unexpectedly_passing: list[UnexpectedPass] | None = None,
+    crashes: list[Crash] | None = None, spending: dict[str, Any] | None = None,
+) -> ItemRecord:
+    return ItemRecord(
+        nodeid=nodeid, kind=kind, converter=converter, outcome=outcome,
+        counts={c: tally.get(c, 0) for c in COLUMNS}, cases_digest=cases_digest,
+        failures=failures, known_differences=dict(sorted((known or {}).items())),
+        unexpectedly_passing=unexpectedly_passing or [], crashes=crashes or [],
+        spending=spending,
+    )

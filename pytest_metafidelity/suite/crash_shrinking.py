@@ -32,6 +32,7 @@ from ..outcomes import HUNG
 if TYPE_CHECKING:
     from ..options import SuiteOptions
     from ..report import Collector
+    from ..report.records import Crash
 
 
 class Zygote:
@@ -91,14 +92,14 @@ def zygote_main() -> None:
         sys.stdout.flush()
 
 
-def same_ending(record: dict[str, Any], ending: Ending) -> bool:
+def same_ending(record: "Crash", ending: Ending) -> bool:
     """Did a candidate end the way the recorded crash did?"""
-    if record["status"] == HUNG:
+    if record.status == HUNG:
         return ending.hung
-    if record.get("signal"):
-        return ending.signal == record["signal"]
-    if record.get("exit_status") is not None:
-        return ending.exit_status == record["exit_status"] and ending.signal is None
+    if record.signal:
+        return ending.signal == record.signal
+    if record.exit_status is not None:
+        return ending.exit_status == record.exit_status and ending.signal is None
     return ending.crashed
 
 
@@ -108,29 +109,29 @@ def shrink_crashes(collector: "Collector", opts: "SuiteOptions", directory: str)
     from ..child import CAN_FORK
     from .crashes import write_reproducer
 
-    crashes = [c for c in collector.unique_crashes() if c.get("choices")]
+    crashes = [c for c in collector.unique_crashes() if c.choices]
     for record in crashes:
-        if record.get("while_reporting"):  # the example alone does not crash
-            record["shrinking"] = ("not shrunk: it crashed while its failure was being "
+        if record.while_reporting:  # the example alone does not crash
+            record.shrinking = ("not shrunk: it crashed while its failure was being "
                                    "reported; the reproducer shows the failure")
-    crashes = [c for c in crashes if not c.get("while_reporting")]
+    crashes = [c for c in crashes if not c.while_reporting]
     if not crashes:
         return
     if not CAN_FORK:
         for record in crashes:
-            record["shrinking"] = "not shrunk: needs os.fork (POSIX)"
+            record.shrinking = "not shrunk: needs os.fork (POSIX)"
         return
     deadline = time.monotonic() + opts.shrink_crashes
     pending = list(crashes)
     while pending:
         if deadline - time.monotonic() <= 0:
             for record in pending:
-                record["shrinking"] = "not shrunk: the run's shrinking time was used up"
+                record.shrinking = "not shrunk: the run's shrinking time was used up"
             break
         pending = _shrink_in_a_child(pending, deadline, opts)
     for record in crashes:
-        record["reproducer_file"] = write_reproducer(record, directory)
-        record["replay"] = f"python {record['reproducer_file']}"
+        record.reproducer_file = write_reproducer(record, directory)
+        record.replay = f"python {record.reproducer_file}"
 
 
 # What shrinking writes into a crash's record.
@@ -140,8 +141,8 @@ SHRINKING_FIELDS = ("reproducer", "reproduces", "shrinking")
 STOPPING_SECONDS = 30.0
 
 
-def _shrink_in_a_child(records: list[dict[str, Any]], deadline: float,
-                       opts: "SuiteOptions") -> list[dict[str, Any]]:
+def _shrink_in_a_child(records: list["Crash"], deadline: float,
+                       opts: "SuiteOptions") -> list["Crash"]:
     """Shrink ``records`` in a child forked from this process, which has
     the run's kinds, subclasses and conftests: drawing a candidate runs
     torch (a program's steps run on a copy of the real tensors) and may
@@ -165,7 +166,7 @@ def _shrink_in_a_child(records: list[dict[str, Any]], deadline: float,
                     progress.write(json.dumps({"started": i}) + "\n")
                     progress.flush()
                     shrink_one(record, zygote, left, opts)
-                    fields = {k: record[k] for k in SHRINKING_FIELDS if k in record}
+                    fields = {k: getattr(record, k) for k in SHRINKING_FIELDS}
                     progress.write(json.dumps({"done": i, "fields": fields}) + "\n")
                     progress.flush()
 
@@ -176,12 +177,13 @@ def _shrink_in_a_child(records: list[dict[str, Any]], deadline: float,
     done, started = set(), None
     for line in lines:
         if "done" in line:
-            records[line["done"]].update(line["fields"])
+            for name, value in line["fields"].items():
+                setattr(records[line["done"]], name, value)
             done.add(line["done"])
         else:
             started = line["started"]
     if started is not None and started not in done:
-        records[started]["shrinking"] = (
+        records[started].shrinking = (
             f"not shrunk: the process shrinking it {ending.describe()} while drawing or "
             "running a candidate (a draw runs a program's steps on a copy of the real "
             "tensors); the reproducer is the recorded one")
@@ -189,12 +191,12 @@ def _shrink_in_a_child(records: list[dict[str, Any]], deadline: float,
     left = [r for i, r in enumerate(records) if i not in done]
     if not done and deadline > time.monotonic():  # it failed before its first record
         for record in left:
-            record["shrinking"] = f"not shrunk: the shrinking process {ending.describe()}"
+            record.shrinking = f"not shrunk: the shrinking process {ending.describe()}"
         return []
     return left  # (where the time ran out, the caller says so)
 
 
-def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
+def shrink_one(record: "Crash", zygote: Zygote, seconds: float,
                opts: "SuiteOptions") -> None:
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import strategies as st
@@ -205,8 +207,8 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
     from .runner import draw_case, draw_program
 
     started = time.monotonic()
-    case_timeout = max(min(record.get("timeout") or 60.0, seconds), 1.0)
-    lines_before = record["reproducer"].count("\n")
+    case_timeout = max(min(record.timeout or 60.0, seconds), 1.0)
+    lines_before = record.reproducer.count("\n")
     best: list[str] = []  # the smallest reproducer that ended the same way
     tried = [0]
     capped = [False]
@@ -216,10 +218,10 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
 
     def candidate(data: Any) -> None:
         with quiet_torch_notices():
-            recipe, order = draw_case(data, record["kind"], record.get("devices"))
+            recipe, order = draw_case(data, record.kind, record.devices)
             program = draw_program(data, recipe, opts)  # as the suite draws it
-        source = reproducer_source(recipe, converters=[record["converter"]],
-                                   checks=record.get("checks"), order=order, program=program)
+        source = reproducer_source(recipe, converters=[record.converter],
+                                   checks=record.checks, order=order, program=program)
         if best and source == best[0]:
             raise Reproduced()
         if time.monotonic() - started > seconds:
@@ -231,9 +233,9 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
                 best[:] = [source]
             raise Reproduced()
 
-    key = record["signature"].encode()
+    key = record.signature.encode()
     database = InMemoryExampleDatabase()
-    database.save(key, bytes.fromhex(record["choices"]))
+    database.save(key, bytes.fromhex(record.choices or ""))
     test = settings(database=database, phases=[Phase.reuse, Phase.shrink], max_examples=1,
                     deadline=None, report_multiple_bugs=False, derandomize=False,
                     suppress_health_check=list(HealthCheck))(given(data=st.data())(candidate))
@@ -248,16 +250,16 @@ def shrink_one(record: dict[str, Any], zygote: Zygote, seconds: float,
         pass
     took = time.monotonic() - started
     if best:
-        record["reproducer"] = best[0]
-        record["reproduces"] = True
-        record["shrinking"] = (
+        record.reproducer = best[0]
+        record.reproduces = True
+        record.shrinking = (
             f"shrunk from {lines_before} to {best[0].count(chr(10))} lines: {tried[0]} "
             f"candidate(s) run in child processes in {took:.1f} s"
             + (" (stopped by the time cap)" if capped[0] else ""))
     else:
-        ending = zygote.run(record["reproducer"], case_timeout)
-        record["reproduces"] = same_ending(record, ending)
-        record["shrinking"] = (
+        ending = zygote.run(record.reproducer, case_timeout)
+        record.reproduces = same_ending(record, ending)
+        record.shrinking = (
             "not shrunk: replaying its choices drew a case that did not end the same way "
             f"(the recorded reproducer {ending.describe()} in a child process)")
 

@@ -18,6 +18,7 @@ import signal as signals
 from typing import Any
 
 from ..outcomes import CRASHED, HUNG
+from ..report.records import Crash, errors_of
 from .journal import Remains
 
 # faulthandler's words for the fatal signals it reports.
@@ -72,77 +73,94 @@ def _step_watchdog(block: str) -> bool:
     return re.search(r'step_time_limit\.py", line \d+ in _watch$', block, re.M) is not None
 
 
-def describe(record: dict[str, Any]) -> str:
+def describe(record: Crash) -> str:
     """One line: how the process ended."""
-    if record["status"] == HUNG:
-        how = f"hung (no result within {record.get('timeout')} s; process ended by the time limit)"
-    elif record.get("signal"):
-        how = f"crashed ({record['signal']})"
-    elif record.get("exit_status") is not None:
-        how = f"crashed (exit status {record['exit_status']})"
+    if record.status == HUNG:
+        how = f"hung (no result within {record.timeout} s; process ended by the time limit)"
+    elif record.signal:
+        how = f"crashed ({record.signal})"
+    elif record.exit_status is not None:
+        how = f"crashed (exit status {record.exit_status})"
     else:
         how = "crashed (the process ended without a report)"
-    if record.get("while_reporting"):
+    if record.while_reporting:
         how += " while its failure was being reported"
     return how
+
+
+class ExampleCrashed(AssertionError):
+    """The example ended Python itself (``SystemExit`` from the converter or
+    a check): a crash, reported with its (shrunk) reproducer."""
+
+    def __init__(self, exit_status: Any, reproducer: str) -> None:
+        self.exit_status = exit_status
+        self.reproducer = reproducer
+        super().__init__(f"SystemExit({exit_status!r}) while converting or checking\n"
+                         f"Reproducer (runnable Python):\n{reproducer}")
+
+
+def crash_errors(exc: BaseException | None) -> list[ExampleCrashed]:
+    """The ExampleCrashed errors in ``exc`` (examples that exited Python)."""
+    return errors_of(exc, ExampleCrashed)
+
+
+def exit_crash_record(error: ExampleCrashed, *, kind: str, converter: str, nodeid: str,
+                      directory: str) -> Crash:
+    """The crash record of an example that raised SystemExit (Hypothesis
+    shrank it in-process, like any failure)."""
+    code = error.exit_status
+    record = Crash(
+        signature=f"{CRASHED}|{kind}|{converter}|exit{code}",
+        status=CRASHED, kind=kind, converter=converter, nodeid=nodeid,
+        exit_status=code, reproducer=error.reproducer,
+        saved_to_database=True,  # Hypothesis saved the failing example itself
+    )
+    record.reproducer_file = write_reproducer(record, directory)
+    record.replay = f"python {record.reproducer_file}"
+    return record
 
 
 def crash_record(
     remains: Remains, *, returncode: int | None, directory: str, earlier_run: bool = False,
     database: Any = None,
-) -> dict[str, Any]:
+) -> Crash:
     """The record of the case in ``remains``, with its reproducer written to
     ``directory`` and its choices saved to ``database`` (when not None)."""
     entry = remains.entry
     status, signal, exit_status = classify(remains.faults, returncode)
     how = signal or (f"exit{exit_status}" if exit_status is not None else "unknown")
-    signature = f"{status}|{entry.kind}|{entry.converter}|{how}"
-    record: dict[str, Any] = {
-        "signature": signature,
-        "status": status,
-        "kind": entry.kind,
-        "converter": entry.converter,
-        "nodeid": entry.nodeid,
-        "signal": signal,
-        "exit_status": exit_status,
-        "timeout": entry.timeout,
-        "example": entry.example,
-        "frames": last_frames(remains.faults),
-        "reproducer": entry.recipe,
-        # what crash shrinking replays: the example's draws and settings
-        "choices": entry.choices,
-        "checks": entry.checks,
-        "devices": entry.devices,
-        "earlier_run": earlier_run,
-        # failed, then crashed in reporting (the frames say where): the
-        # reproducer shows the failure; the crash may need the report's code
-        "while_reporting": entry.reporting,
-        "saved_to_database": False,
-    }
-    record["reproducer_file"] = write_reproducer(record, directory)
-    record["replay"] = f"python {record['reproducer_file']}"
+    record = Crash(
+        signature=f"{status}|{entry.kind}|{entry.converter}|{how}",
+        status=status, kind=entry.kind, converter=entry.converter, nodeid=entry.nodeid,
+        signal=signal, exit_status=exit_status, timeout=entry.timeout, example=entry.example,
+        frames=last_frames(remains.faults), reproducer=entry.recipe,
+        choices=entry.choices, checks=entry.checks, devices=entry.devices,
+        earlier_run=earlier_run, while_reporting=entry.reporting,
+    )
+    record.reproducer_file = write_reproducer(record, directory)
+    record.replay = f"python {record.reproducer_file}"
     if database is not None and entry.choices and entry.database_key:
-        record["saved_to_database"] = save_choices(database, entry.database_key, entry.choices)
+        record.saved_to_database = save_choices(database, entry.database_key, entry.choices)
     return record
 
 
-def write_reproducer(record: dict[str, Any], directory: str) -> str:
+def write_reproducer(record: Crash, directory: str) -> str:
     os.makedirs(directory, exist_ok=True)
-    digest = hashlib.sha1(record["signature"].encode()).hexdigest()[:8]
-    slug = "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", record[k]).strip("_")[:60]
-                    for k in ("kind", "converter", "status"))
+    digest = hashlib.sha1(record.signature.encode()).hexdigest()[:8]
+    slug = "-".join(re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_")[:60]
+                    for text in (record.kind, record.converter, record.status))
     path = os.path.join(directory, f"{slug}-{digest}.py")
-    frames = "\n".join("#   " + line for line in record["frames"].splitlines())
+    frames = "\n".join("#   " + line for line in record.frames.splitlines())
     header = (
-        f"# pytest-metafidelity reproducer: {record['kind']} through {record['converter']} "
+        f"# pytest-metafidelity reproducer: {record.kind} through {record.converter} "
         f"{describe(record)}\n"
         f"# Run: python {path}   (expect the same: the process "
-        + ("does not finish)\n" if record["status"] == HUNG else "dies)\n")
-        + f"# Suite item: pytest --metafidelity \"{record['nodeid']}\"\n"
+        + ("does not finish)\n" if record.status == HUNG else "dies)\n")
+        + f"# Suite item: pytest --metafidelity \"{record.nodeid}\"\n"
         + (f"# Last frames (faulthandler, most recent call first):\n{frames}\n" if frames else "")
     )
     with open(path, "w") as f:
-        f.write(header + record["reproducer"])
+        f.write(header + record.reproducer)
     return path
 
 

@@ -11,7 +11,7 @@ missing bytes and segfaults.  (The journal keeps a failed example on record
 until its failure is reported, so such a crash would still name the case.)
 
 So a suite item reports a finding (:class:`~..faithful.FidelityError`,
-:class:`.runner.ExampleCrashed`) as the finding's own text -- the invariant
+:class:`.crashes.ExampleCrashed`) as the finding's own text -- the invariant
 that broke, real vs fake side by side, the reproducer, and for a check that
 crashed its traceback -- with Hypothesis' notes (the falsifying example).
 Anything else (an error in this package's own code) keeps pytest's traceback
@@ -37,7 +37,7 @@ def _findings(error: BaseException) -> list[BaseException] | None:
     exception group (Hypothesis reports several distinct failures as one) --
     or None when any part of it is not a finding."""
     from ..faithful import FidelityError
-    from .runner import ExampleCrashed
+    from .crashes import ExampleCrashed
 
     if isinstance(error, (FidelityError, ExampleCrashed)):
         return [error]

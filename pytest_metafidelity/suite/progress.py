@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pytest
 
     from ..options import SuiteOptions
+    from ..report.records import ItemRecord
 
 INTERVAL = 5.0
 LONG_RUN = 60.0  # seconds of budget from which a run counts as long
@@ -51,11 +52,11 @@ class Progress:
 
         return cls(write, budget=opts.budget if opts.examples is None else None)
 
-    def item_done(self, record: dict[str, Any]) -> None:
-        counts = record["counts"]
+    def item_done(self, record: "ItemRecord") -> None:
+        counts = record.counts
         self.items += 1
         self.examples += counts.get("examples", 0)
-        self.failed += 1 if record.get("failures") else 0
+        self.failed += 1 if record.failures else 0
         self.crashed += counts.get(CRASHED, 0)
         self.hung += counts.get(HUNG, 0)
         now = self.clock()

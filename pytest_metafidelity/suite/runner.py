@@ -6,7 +6,7 @@ draws a recipe of the item's kind and a conversion order (:func:`draw_case`),
 builds the tensors (inside the recipe's contexts), converts them through one
 converter and runs the checks.  A failing example raises
 :class:`FidelityError`, whose message carries the reproducer of the shrunk
-example; one that exits Python (``SystemExit``) raises :class:`ExampleCrashed`.
+example; one that exits Python (``SystemExit``) raises :class:`.crashes.ExampleCrashed`.
 
 Before the conversion, the example is written to this process's journal
 (:mod:`.journal`), so a native crash or a hang loses nothing.  With a time
@@ -31,6 +31,7 @@ from ..hypofuzz_runs import in_hypofuzz_run
 from ..options import DEFAULT_EXAMPLE_TIMEOUT
 from ..strategies.torch_notices import quiet_torch_notices
 from .budget import FIRST_PASS_EXAMPLES
+from .crashes import ExampleCrashed
 from .journal import JournalEntry, RUNNING, encode_choices
 from .run import SuiteRun
 
@@ -48,17 +49,6 @@ class SuiteItem:
     @property
     def id(self) -> str:
         return f"{self.kind}-{self.converter}"
-
-
-class ExampleCrashed(AssertionError):
-    """The example ended Python itself (``SystemExit`` from the converter or
-    a check): a crash, reported with its (shrunk) reproducer."""
-
-    def __init__(self, exit_status: Any, reproducer: str) -> None:
-        self.exit_status = exit_status
-        self.reproducer = reproducer
-        super().__init__(f"SystemExit({exit_status!r}) while converting or checking\n"
-                         f"Reproducer (runnable Python):\n{reproducer}")
 
 
 # (kind, devices, the registered subclasses) -> the recipe strategy of a
