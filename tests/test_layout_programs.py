@@ -794,3 +794,47 @@ def test_what_a_nineteenth_long_run_met_in_inference_mode_is_registered(converte
     assert known_ids(outcome) == ["op:fake-in-place-op-on-inference-view"]
     assert [(m.path, m.attribute) for _, m in outcome.known] == [
         ("*", "op-difference fake-in-place-op-on-inference-view")]
+
+
+def test_what_a_twentieth_long_run_met_in_a_backward_through_a_view_is_registered() -> None:
+    """Run T (seed 20261228): a view of a Parameter whose strides interleave,
+    (3, 0, 2) for sizes (2, 1, 3); the base's carried .grad is half of
+    eager's after a backward through the view."""
+    from pytest_metafidelity.known_differences.definitions.behaviour import strides_may_overlap
+
+    assert strides_may_overlap((2, 1, 3), (3, 0, 2)) and strides_may_overlap((2, 3), (3, 2))
+    assert not strides_may_overlap((2, 1, 3), (3, 3, 1)) and not strides_may_overlap((2, 1), (1, 0))
+    assert strides_may_overlap((2, 2), (0, 1))  # expanded: overlaps
+    program = "t2.sum().abs().backward()"
+    lines = ("t0 = torch.empty(0).set_(torch.arange(9.).remainder(7).untyped_storage(), 1, "
+             "(2, 1, 3), (3, 0, 2))", "t1 = torch.nn.Parameter(t0)", "t2 = t1.select(0, 0)")
+    for converter in ("fake-real", "fake-real-dynamic"):
+        outcome = check_faithful(*Recipe(lines, ("t2",)).build(), converters=[converter],
+                                 checks=["behaviour"], program=program).outcomes[0]
+        assert known_ids(outcome) == ["behaviour-real-propagation-counts-as-strided-grad-twice"]
+        assert [(m.path, m.attribute) for _, m in outcome.known] == [
+            ("t2._base.grad.real_tensor", "values")]
+    # A base whose strides do not interleave: the same program passes.
+    lines = (lines[0].replace("(3, 0, 2)", "(3, 3, 1)"), *lines[1:])
+    outcome = check_faithful(*Recipe(lines, ("t2",)).build(), converters=["fake-real"],
+                             checks=["behaviour"], program=program).outcomes[0]
+    assert outcome.status == PASSED, outcome.describe()
+
+
+@pytest.mark.parametrize("converter, paths", [
+    ("fake", ["t1._base.grad"]),
+    ("fake-real", ["t1._base.grad", "t1._base.grad.real_tensor"]),
+])
+def test_what_a_twentieth_long_run_met_in_conj_of_a_converted_view_is_registered(
+        converter: str, paths: list[str]) -> None:
+    """Run T (seed 20261228): conj() of a converted view of a complex leaf;
+    the leaf's .grad is a conjugate view in eager, not on the fake, nor in
+    the real tensor the fake's .grad carries."""
+    lines = ("t0 = torch.zeros((), dtype=torch.complex64)", "t0.requires_grad_()",
+             "t1 = t0[...]")
+    outcome = check_faithful(*Recipe(lines, ("t1",)).build(), converters=[converter],
+                             checks=["behaviour"],
+                             program="p0 = t1.conj()\np0.sum().abs().backward()").outcomes[0]
+    assert known_ids(outcome) == ["behaviour-conj-view-grad-not-conj"]
+    assert sorted(m.path for _, m in outcome.known) == paths
+    assert {m.attribute for _, m in outcome.known} == {"is_conj()"}

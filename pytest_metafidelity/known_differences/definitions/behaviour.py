@@ -405,9 +405,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 @reads_record("behaviour_differences")
 def behaviour_grad_lost_conj_bit(case: Case) -> bool:
     """The ``behaviour`` check recorded, at this case's path, a gradient
-    (``….grad``) that is a conjugate view on the real side and not on the
-    converted side."""
-    return case.path.endswith(".grad") and any(
+    (``….grad``, or the real tensor it carries: ``….grad.real_tensor``) that
+    is a conjugate view on the real side and not on the converted side."""
+    return case.path.endswith((".grad", ".grad.real_tensor")) and any(
         d.attribute == "is_conj()" and d.real == "True" and d.fake == "False"
         and d.path == case.path
         for d in getattr(case.conversion, "behaviour_differences", ()))
@@ -439,7 +439,9 @@ _BEHAVIOUR_ENTRIES += [
             "its base as autograd history, where the real view has SliceBackward0 -> "
             "ConjBackward0: a backward through it leaves the base a .grad that is not a "
             "conjugate view, where eager's (and that of the same view made directly under the "
-            "FakeTensorMode) is"
+            "FakeTensorMode) is; so does a backward through conj() of a converted view of a "
+            "leaf (x[...].conj(), the leaf's .grad a conjugate view in eager), and on the "
+            "converters that carry real tensors the .grad's carried real tensor follows the fake"
         ),
         link=UNFILED,
         reproducer=(
@@ -1163,6 +1165,72 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "        else:\n"
         "            raise AssertionError('tril_ ran')\n"
         "assert f.real_tensor.tolist() == [1., 2.]  # eager: [-1., -2.]\n"
+    ),
+))
+
+
+def strides_may_overlap(sizes: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Whether torch's as_strided backward takes a geometry for one that may
+    overlap (``_maybe_overlapping_memory`` in FunctionsManual.cpp, on the
+    geometry without its size-1 dimensions): some stride, taken in
+    increasing order, is not beyond the largest index the dimensions before
+    it reach -- interleaved strides such as (3, 2) for sizes (2, 3) too,
+    which overlap nothing."""
+    reach = 0
+    for size, stride in sorted(((n, abs(s)) for n, s in zip(sizes, strides) if n != 1),
+                               key=lambda d: d[1]):
+        if stride <= reach:
+            return True
+        reach += stride * (size - 1)
+    return False
+
+
+def _view_of_a_base_that_may_overlap(t: Any) -> bool:
+    base = t._base
+    return (base is not None and layout_name(base) == "strided"
+            and strides_may_overlap(tuple(base.shape), tuple(base.stride())))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-real-propagation-counts-as-strided-grad-twice",
+    check="behaviour",
+    attribute=r"values",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: (d.attribute == "values" and d.path.endswith(".grad.real_tensor")
+                   and re.search(r"\.backward\(|autograd\.grad\(", d.source) is not None),
+        in_family=_view_of_a_base_that_may_overlap),
+    converters=where(carries_real=True),
+    reason=(
+        "real-tensor propagation applies index_add_ twice to the real tensor a fake carries "
+        "(with a ShapeEnv or without), and as_strided's backward counts with index_add_ how "
+        "often each element of its input is used where the input's strides may overlap "
+        "(interleaved strides, such as (3, 2) for sizes (2, 3), which overlap nothing): each "
+        "count is 2, and the gradient that reaches the base's real tensor is halved.  A "
+        "converted view whose base has such strides is rebuilt with as_strided (its "
+        "grad_fn is AsStridedBackward0, eager's SelectBackward0 or another view's), so a "
+        "backward through it leaves the base's carried .grad half of eager's .grad; the "
+        "fake's own metadata agrees"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._functorch import config\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+        "    mode = FakeTensorMode()\n"
+        "x = mode.from_tensor(torch.zeros(3))\n"
+        "i = mode.from_tensor(torch.tensor([0, 2]))\n"
+        "with mode:\n"
+        "    x.index_add_(0, i, torch.ones(2))\n"
+        "assert x.real_tensor.tolist() == [2.0, 0.0, 2.0]  # eager: [1.0, 0.0, 1.0]\n"
+        "b = torch.empty_strided((2, 3), (3, 2)).zero_().requires_grad_()\n"
+        "b.as_strided((3,), (2,), 0).sum().backward()\n"
+        "assert b.grad.flatten().tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]\n"
+        "f = mode.from_tensor(torch.empty_strided((2, 3), (3, 2)).zero_().requires_grad_())\n"
+        "with mode:\n"
+        "    f.as_strided((3,), (2,), 0).sum().backward()\n"
+        "assert f.grad.real_tensor.flatten().tolist() == [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]\n"
     ),
 ))
 
