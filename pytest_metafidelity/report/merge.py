@@ -18,7 +18,7 @@ import json
 from collections import Counter
 from typing import Any
 
-from ..outcomes import ITEM_OUTCOMES, PASSED
+from ..outcomes import ITEM_OUTCOMES
 from . import tables
 from .records import Crash, ItemRecord, ReportError, UnexpectedPass
 from .tables import columns, unique_by_signature

@@ -38,13 +38,13 @@ R = TypeVar("R", bound="Record")
 
 @dataclasses.dataclass(kw_only=True)
 class Record:
-    """What every record shares: its JSON form.  A field named in
+    """What every record shares: its JSON form.  Its fields without a default
+    are what identifies it: a JSON record must have them.  A field named in
     ``OMITTED_WHEN_NONE`` is left out of the JSON while it is None (it
     belongs to some records only, or to merged reports only)."""
 
     # What the record is, in errors: "a failure record lacks 'signature'".
     NAME: ClassVar[str] = "a record"
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
     OMITTED_WHEN_NONE: ClassVar[tuple[str, ...]] = ()
     # Fields of a report this version does not know, written out again.
     extra: dict[str, Any] = dataclasses.field(default_factory=dict, compare=False, repr=False)
@@ -65,7 +65,9 @@ class Record:
     def from_json(cls: type[R], data: Any) -> R:
         if not isinstance(data, dict):
             raise ReportError(f"{cls.NAME} must be a JSON object, not {data!r:.80}")
-        missing = [k for k in cls.REQUIRED if k not in data]
+        missing = [f.name for f in dataclasses.fields(cls) if f.name not in data
+                   and f.default is dataclasses.MISSING
+                   and f.default_factory is dataclasses.MISSING]
         if missing:
             raise ReportError(f"{cls.NAME} lacks {', '.join(map(repr, missing))}: "
                               f"{data!r:.200}")
@@ -93,7 +95,6 @@ class Failure(Record):
     crashed: a bug in the check, with its ``traceback`` (True)."""
 
     NAME = "a failure record"
-    REQUIRED = ("signature", "kind", "converter")
     OMITTED_WHEN_NONE = ("traceback", "nodeids")
 
     signature: str
@@ -120,7 +121,6 @@ class Crash(Record):
     limit (``hung``), with a reproducer that ends the same way standalone."""
 
     NAME = "a crash record"
-    REQUIRED = ("signature", "status", "kind", "converter")
     OMITTED_WHEN_NONE = ("choices", "checks", "devices", "while_reporting", "reproduces",
                          "shrinking", "nodeids")
 
@@ -158,7 +158,6 @@ class UnexpectedPass(Record):
     difference did not occur there."""
 
     NAME = "an unexpectedly-passing record"
-    REQUIRED = ("entry", "kind", "converter")
     OMITTED_WHEN_NONE = ("items",)
 
     entry: str
@@ -178,7 +177,6 @@ class ItemRecord(Record):
     per ending, and what it found."""
 
     NAME = "an item record"
-    REQUIRED = ("nodeid", "kind", "converter")
     OMITTED_WHEN_NONE = ("starved", "devices", "merged_nodeids")
 
     nodeid: str

@@ -5,8 +5,10 @@ frames.  Here that becomes a crash record -- the item, ``crashed`` or
 ``hung``, the signal or exit status, the last frames, a reproducer file that
 crashes the same way standalone -- and the example's choice sequence goes
 into the item's Hypothesis example database, so the next run replays it
-first.  Records travel in the same JSON item records as ordinary outcomes
-(:mod:`..report`).
+first.  An example that ended Python itself in-process (``SystemExit``:
+:class:`ExampleCrashed`, shrunk by Hypothesis like any failure) becomes a
+crash record too.  Records (:class:`..report.records.Crash`) travel in the
+same JSON item records as ordinary outcomes (:mod:`..report`).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ is not a terminal; the end-of-run summary says the same in any case.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..outcomes import CRASHED, HUNG
 
