@@ -1134,7 +1134,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "(copysign_(-1)), 'Please convert all Tensors to FakeTensors first', and where it "
         "writes with a kernel that checks for overlapping elements (tril_ of an expanded "
         "tensor, which eager's tril_ does not check), 'more than one element of the written-to "
-        "tensor refers to a single memory location'; without a ShapeEnv they are applied once"
+        "tensor refers to a single memory location'; without a ShapeEnv they are applied once "
+        "(index_add_ is applied twice with or without one: "
+        "behaviour-real-propagation-counts-as-strided-grad-twice)"
     ),
     link=UNFILED,
     reproducer=(
