@@ -345,7 +345,7 @@ class FidelitySession:
                              digest.hexdigest() if digest else "",
                              known=self.run.known.get(item.nodeid, {}),
                              unexpectedly_passing=passing, crashes=crashed,
-                             spending=spending.as_dict() if spending else None)
+                             spending=spending.as_record() if spending else None)
         report.user_properties.append((PROPERTY, json.dumps(record.to_json())))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

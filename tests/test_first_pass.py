@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from pytest_metafidelity.report import Collector, ItemRecord
+from pytest_metafidelity.report import Collector, ItemRecord, Spending
 from pytest_metafidelity.report_html import render
 from pytest_metafidelity.suite import first_pass
 from pytest_metafidelity.suite.budget import starved
@@ -69,9 +69,9 @@ def _item(nodeid: str, examples: int, seconds: float, share: float = 1.0,
 
 
 def test_an_item_that_got_less_than_a_quarter_of_its_share_is_starved() -> None:
-    assert starved(_item("a", 6, 0.2)["spending"], 6, 20) == (
+    assert starved(Spending.from_json(_item("a", 6, 0.2)["spending"]), 6, 20) == (
         "starved: 6 examples (median item 20), 0.20 s of a 1.00 s share")
-    assert starved(_item("a", 6, 0.25)["spending"], 6, 20) == ""
+    assert starved(Spending.from_json(_item("a", 6, 0.25)["spending"]), 6, 20) == ""
     assert starved(None, 6, 20) == ""  # no budget: no share
 
 

@@ -105,7 +105,7 @@ def test_budget_counts_a_first_pass_round_as_the_items_first() -> None:
     # 10 s at 0.1 s per example would fit 100: rounds grow at most 4x, from
     # the first pass's 3.
     assert budget.next_round(item) == 12
-    assert item.as_dict()["share"] == 10.0 and item.as_dict()["first_pass"] == 3
+    assert item.as_record().share == 10.0 and item.as_record().first_pass == 3
 
 
 # -- the progress line --------------------------------------------------------

@@ -19,12 +19,12 @@ names the plugin and the crash shrinking use are here.
 from __future__ import annotations
 
 from .collector import Collector, shorten
-from .records import (COLUMNS, PROPERTY, Crash, Failure, ItemRecord, ReportError,
+from .records import (COLUMNS, PROPERTY, Crash, Failure, ItemRecord, ReportError, Spending,
                       UnexpectedPass, failure_records, fidelity_errors, item_record,
                       unexpectedly_passing_records)
 
 __all__ = [
     "COLUMNS", "PROPERTY", "Collector", "Crash", "Failure", "ItemRecord", "ReportError",
-    "UnexpectedPass", "failure_records", "fidelity_errors", "item_record", "shorten",
+    "Spending", "UnexpectedPass", "failure_records", "fidelity_errors", "item_record", "shorten",
     "unexpectedly_passing_records",
 ]

@@ -69,9 +69,9 @@ class Collector:
         examples = sum(i.counts.get("examples", 0) for i in self.items)
         if not spent:
             return f"metafidelity: {len(self.items)} items, {examples} examples"
-        seconds = sum(s["seconds"] for s in spent)
-        rounds = sum(s["rounds"] for s in spent)
-        extended = sum(1 for s in spent if s["extended"])
+        seconds = sum(s.seconds for s in spent)
+        rounds = sum(s.rounds for s in spent)
+        extended = sum(1 for s in spent if s.extended)
         rate = f" ({examples / seconds:.1f}/s)" if seconds else ""
         counts = sorted(i.counts.get("examples", 0) for i in self.items)
         lines = [f"metafidelity: {len(self.items)} items, {examples} examples{rate} in "

@@ -172,6 +172,24 @@ class UnexpectedPass(Record):
 
 
 @dataclasses.dataclass(kw_only=True)
+class Spending(Record):
+    """How a budget run's item spent its time: its slice and fair share,
+    the seconds it used, in how many rounds, its examples (those of its
+    first round when that ran in the first pass), and whether it was given
+    more time for finding something new."""
+
+    NAME = "a spending record"
+
+    slice: float = 0.0
+    share: float = 0.0
+    seconds: float = 0.0
+    rounds: int = 0
+    examples: int = 0
+    first_pass: int = 0
+    extended: bool = False
+
+
+@dataclasses.dataclass(kw_only=True)
 class ItemRecord(Record):
     """One suite item (a kind through a converter): its outcome, examples
     per ending, and what it found."""
@@ -195,7 +213,7 @@ class ItemRecord(Record):
     # limit (hung), each with a reproducer
     crashes: list[Crash] = dataclasses.field(default_factory=list)
     # budget runs: the item's slice, seconds used, rounds, examples
-    spending: dict[str, Any] | None = None
+    spending: Spending | None = None
     # the run's JSON report: why the item's share of the budget did not reach it ("" if it did)
     starved: str | None = None
     # merged reports: the devices its run used, and every node id merged into it
@@ -207,6 +225,8 @@ class ItemRecord(Record):
 
     @classmethod
     def _read(cls, name: str, value: Any) -> Any:
+        if name == "spending":
+            return None if value is None else Spending.from_json(value)
         nested = cls.NESTED.get(name)
         if nested is None:
             return value
@@ -326,7 +346,7 @@ def item_record(
     nodeid: str, kind: str, converter: str, tally: Counter, outcome: str, failures: list[Failure],
     cases_digest: str, known: dict[str, int] | None = None,
     unexpectedly_passing: list[UnexpectedPass] | None = None,
-    crashes: list[Crash] | None = None, spending: dict[str, Any] | None = None,
+    crashes: list[Crash] | None = None, spending: Spending | None = None,
 ) -> ItemRecord:
     return ItemRecord(
         nodeid=nodeid, kind=kind, converter=converter, outcome=outcome,

@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Callable, Mapping
+from typing import Callable
+
+from ..report.records import Spending
 
 MIN_EXAMPLES = 3
 # The first round of every item (its first pass): the simplest examples first
@@ -54,21 +56,22 @@ class ItemSpending:
     last_round_examples: int = 0
     first_pass: int = 0  # examples of the first round, when it ran in the first pass
 
-    def as_dict(self) -> dict[str, object]:
-        return {"slice": round(self.slice, 3), "share": round(self.share, 3),
-                "seconds": round(self.seconds, 3), "rounds": self.rounds,
-                "examples": self.examples, "first_pass": self.first_pass,
-                "extended": self.extended}
+    def as_record(self) -> Spending:
+        """What the item's report record says of it."""
+        return Spending(slice=round(self.slice, 3), share=round(self.share, 3),
+                        seconds=round(self.seconds, 3), rounds=self.rounds,
+                        examples=self.examples, first_pass=self.first_pass,
+                        extended=self.extended)
 
 
-def starved(spending: Mapping[str, Any] | None, examples: int, median_examples: float) -> str:
+def starved(spending: Spending | None, examples: int, median_examples: float) -> str:
     """Why an item's share of the budget did not reach it, "" when it did:
     it spent less than a quarter of its fair share of the time (first pass
-    included).  ``spending`` is :meth:`ItemSpending.as_dict`'s; None (no
+    included).  ``spending`` is :meth:`ItemSpending.as_record`'s; None (no
     budget) is never starved."""
-    if not spending:
+    if spending is None:
         return ""
-    share, seconds = float(spending.get("share") or 0.0), float(spending["seconds"])
+    share, seconds = float(spending.share or 0.0), float(spending.seconds)
     if share <= 0 or seconds >= STARVED_PART * share:
         return ""
     return (f"starved: {examples} examples (median item {median_examples:g}), "
