@@ -838,3 +838,17 @@ def test_what_a_twentieth_long_run_met_in_conj_of_a_converted_view_is_registered
     assert known_ids(outcome) == ["behaviour-conj-view-grad-not-conj"]
     assert sorted(m.path for _, m in outcome.known) == paths
     assert {m.attribute for _, m in outcome.known} == {"is_conj()"}
+
+
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+def test_a_programs_own_as_strided_of_interleaved_strides_is_an_operator_difference(
+        converter: str) -> None:
+    """The program's own as_strided: the control made under the mode halves
+    the carried gradient too, so it is the operator's (real-tensor
+    propagation's), not the conversion's."""
+    lines = ("t0 = torch.empty_strided((2, 3), (3, 2)).zero_()", "t0.requires_grad_()")
+    outcome = check_faithful(*Recipe(lines, ("t0",)).build(), converters=[converter],
+                             checks=["behaviour"],
+                             program="p0 = t0.as_strided((3,), (2,), 0)\np0.sum().backward()"
+                             ).outcomes[0]
+    assert known_ids(outcome) == ["op:real-propagation-counts-as-strided-grad-twice"]

@@ -1066,6 +1066,38 @@ OP_DIFFERENCES: list[OpDifference] = [
         reproducer=RANDOM_CARRIED_VALUES_REPRODUCER,
     ),
     OpDifference(
+        id="real-propagation-counts-as-strided-grad-twice",
+        statement=r"\.backward\(|autograd\.grad\(",
+        attribute=r"values",
+        applies=lambda m, same_path: m.path.endswith(".grad.real_tensor"),
+        converters=where(fake_tensors=True, carries_real=True),
+        reason=(
+            "a backward through as_strided with real-tensor propagation, where the input's "
+            "strides may overlap (interleaved strides such as (3, 2) for sizes (2, 3), which "
+            "overlap nothing): as_strided's backward counts with index_add_ how often each "
+            "input element is used, real-tensor propagation applies index_add_ twice, and the "
+            "gradient the .grad's carried real tensor holds is halved; the fake's metadata "
+            "agrees.  The same as the behaviour entry "
+            "behaviour-real-propagation-counts-as-strided-grad-twice, shown here by a control "
+            "made under the same mode (the program's own as_strided)"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._functorch import config\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "b = torch.empty_strided((2, 3), (3, 2)).zero_().requires_grad_()\n"
+            "b.as_strided((3,), (2,), 0).sum().backward()\n"
+            "assert b.grad.flatten().tolist() == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0]\n"
+            "with config.patch(fake_tensor_propagate_real_tensors=True):\n"
+            "    mode = FakeTensorMode()\n"
+            "with mode:\n"
+            "    f = torch.empty_strided((2, 3), (3, 2)).zero_().requires_grad_()\n"
+            "    f.as_strided((3,), (2,), 0).sum().backward()\n"
+            "assert f.grad.real_tensor.flatten().tolist() == [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]\n"
+        ),
+    ),
+    OpDifference(
         id="real-propagation-unbind-of-empty-dimension",
         statement=r"unbind",
         attribute="raised",
