@@ -147,6 +147,21 @@ def test_meta_carried_storage_short_of_reach_holds_for_a_view_past_an_empty_alia
     assert not meta_carried_storage_short_of_reach(whole.case("t0"))
 
 
+def test_a_meta_functional_tensor_past_its_storage_is_judged_exactly_under_a_shape_env() -> None:
+    """Run U (seed 20261229): a C++ functional tensor over a meta view that
+    reaches as far as its storage, through fake-real-dynamic.  The fake's
+    storage size is symbolic there, which the storage check does not
+    compare, so real-meta-storage-short-of-alias must not expect it."""
+    from pytest_metafidelity import check_faithful
+
+    base = torch.zeros(4, dtype=torch.complex32, device="meta")
+    base.resize_((3,))
+    view = base.view((3, 1)).diagonal(2, 1, 0).as_strided((0,), (0,), 1).as_strided(
+        (2,), (3,), 0)
+    t = torch._to_functional_tensor(view)
+    judged_exactly(check_faithful(t, converters=["fake-real-dynamic"]).outcomes[0], None)
+
+
 def judged_exactly(outcome: Any, entry_id: str | None) -> None:
     """The outcome is the known difference ``entry_id`` alone (None: it
     passed), and no entry expected a difference that did not occur."""
