@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
@@ -74,6 +75,66 @@ class _QuietTraceLog:
 
 
 _quiet_trace_log = _QuietTraceLog
+
+
+@functools.cache
+def _fillable(dtype: torch.dtype) -> bool:
+    """Whether torch can fill uninitialized memory of ``dtype``."""
+    import torch
+
+    with _FilledUninitializedMemory():
+        try:
+            torch.empty(1, dtype=dtype)
+        except (NotImplementedError, RuntimeError):
+            return False
+    return True
+
+
+def fills_uninitialized_memory(t: torch.Tensor) -> bool:
+    """Whether torch can fill the uninitialized memory of every tensor a
+    conversion of ``t`` touches (its family's dtypes)."""
+    return all(_fillable(u.dtype) for u in family_of(t))
+
+
+class _FilledUninitializedMemory:
+    """Fill the memory that torch allocates uninitialized (``torch.empty``,
+    ``empty_strided``) with NaN (the largest integer; True) while a
+    converter that carries real tensors converts: the carried copy is
+    ``empty_strided`` and then ``copy_`` of what MetaConverter copies, so a
+    byte it does not copy holds whatever the allocator handed out.  Left
+    alone, that is the bytes of a freed tensor, or fresh zeroed pages: a
+    carried copy of zeros that was never copied then equals the original
+    in some processes and not in others, and an item's outcome depends on
+    what ran before it in the worker.  Filled, a byte not copied differs
+    every time (unless the original is that same fill value).
+
+    Torch fills only while ``torch.use_deterministic_algorithms`` is on, so
+    that is turned on too (``warn_only``: no operator raises for it; the
+    conversion runs no non-deterministic operator) unless the user had it on
+    already.  Both settings are restored on exit, as they were found.
+
+    Torch has no fill for some dtypes (bit-packed ``float4_e2m1fn_x2``,
+    ``bits8``, ...: ``torch.empty`` then raises): a tensor that reaches one
+    is converted unfilled (:func:`fills_uninitialized_memory`), as the
+    user's program would convert it."""
+
+    def __enter__(self) -> None:
+        import torch
+
+        # (torch.utils.deterministic.fill_uninitialized_memory reads and sets these)
+        self.saved = (torch.are_deterministic_algorithms_enabled(),
+                      torch._C._get_deterministic_fill_uninitialized_memory())
+        if not self.saved[0]:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        torch._C._set_deterministic_fill_uninitialized_memory(True)
+
+    def __exit__(self, *exc: Any) -> None:
+        import torch
+
+        enabled, fill = self.saved
+        torch._C._set_deterministic_fill_uninitialized_memory(fill)
+        if not enabled:
+            torch.use_deterministic_algorithms(False)
 
 
 class Unsupported(Exception):
@@ -125,7 +186,10 @@ class Converter:
 
     def convert(self, t: torch.Tensor) -> torch.Tensor:
         try:
-            with _quiet_trace_log():
+            with _quiet_trace_log(), (
+                    _FilledUninitializedMemory()
+                    if self.carries_real and fills_uninitialized_memory(t)
+                    else contextlib.nullcontext()):
                 r = self._convert(t)
         except Unsupported:
             raise

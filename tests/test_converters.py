@@ -227,6 +227,51 @@ def test_fake_real_restores_the_global_flag() -> None:
     assert cfg.fake_tensor_propagate_real_tensors == before
 
 
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+@pytest.mark.parametrize("users_setting", [None, "warn_only", "strict"])
+def test_bytes_a_carried_copy_leaves_out_are_filled_and_the_settings_restored(
+        converter: str, users_setting: str | None) -> None:
+    """MetaConverter does not copy an nn.Parameter's values into its carried
+    tensor: those bytes are what torch.empty handed out.  They are filled
+    (NaN), so a Parameter of zeros differs from its carried copy in every
+    process, not only where the allocator handed out dirty memory; and the
+    user's deterministic settings are as they were afterwards."""
+    import torch.utils.deterministic as deterministic
+
+    before = (torch.are_deterministic_algorithms_enabled(),
+              torch.is_deterministic_algorithms_warn_only_enabled(),
+              deterministic.fill_uninitialized_memory)
+    try:
+        if users_setting is not None:
+            torch.use_deterministic_algorithms(True, warn_only=users_setting == "warn_only")
+            deterministic.fill_uninitialized_memory = False  # type: ignore[assignment]
+        setting = (torch.are_deterministic_algorithms_enabled(),
+                   torch.is_deterministic_algorithms_warn_only_enabled(),
+                   deterministic.fill_uninitialized_memory)
+        p = torch.nn.Parameter(torch.zeros(64))
+        c = make_converter(converter)
+        carried = c.convert(p).real_tensor
+        c.close()
+        assert carried.isnan().all(), carried
+        assert (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled(),
+                deterministic.fill_uninitialized_memory) == setting
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        deterministic.fill_uninitialized_memory = before[2]  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("dtype", [torch.float4_e2m1fn_x2, torch.bits8])
+def test_a_dtype_torch_cannot_fill_is_converted_unfilled(dtype: torch.dtype) -> None:
+    # torch.empty raises for them while uninitialized memory is filled.
+    from pytest_metafidelity.converters import fills_uninitialized_memory
+
+    t = torch.zeros(4, dtype=torch.uint8).view(dtype)
+    assert not fills_uninitialized_memory(t) and not fills_uninitialized_memory(t[1:])
+    assert fills_uninitialized_memory(torch.zeros(4, dtype=torch.uint8))
+    assert _statuses(t, converters=["fake-real"]) == {"fake-real": PASSED}
+
+
 def test_fake_real_refuses_to_segfault() -> None:
     t = torch.randn(3)
     t.untyped_storage().resize_(0)
