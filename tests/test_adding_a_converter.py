@@ -85,11 +85,9 @@ def toys() -> Iterator[tuple[str, str]]:
 def test_a_registered_converter_is_judged_by_its_capabilities(toys: tuple[str, str]) -> None:
     toy, toy_real = toys
     assert toy in available_converters() and toy_real in available_converters()
-    # Every entry (and operator difference) is active for a toy exactly
+    # Every entry (operator differences too) is active for a toy exactly
     # where it is for the converter whose capabilities the toy has.
-    from pytest_metafidelity.known_differences import op_differences
-
-    for e in [*kd.KNOWN_DIFFERENCES, *op_differences.registry()]:
+    for e in kd.KNOWN_DIFFERENCES:
         assert e.active(toy) == e.active("fake"), e.id
         assert e.active(toy_real) == e.active("fake-real"), e.id
     # ... which is not the same everywhere: capabilities decide.

@@ -17,7 +17,9 @@ from pytest_metafidelity.checks import Mismatch, all_checks
 from pytest_metafidelity.checks.behaviour import StepMismatch
 from pytest_metafidelity.faithful import FAILED, KNOWN, PASSED
 from pytest_metafidelity.findings import StepDifference
-from pytest_metafidelity.known_differences import UNFILED, KnownDifference, op_differences
+from pytest_metafidelity import known_differences as kd
+from pytest_metafidelity.known_differences import UNFILED, KnownDifference
+from pytest_metafidelity.known_differences.definitions import operators
 from pytest_metafidelity.strategies import Recipe, recipes
 from pytest_metafidelity.strategies.kinds import available_kinds, program_kinds
 from pytest_metafidelity.strategies.programs import (
@@ -209,10 +211,15 @@ def test_a_view_replayed_on_an_emptied_storage_is_an_operator_difference(convert
 
 
 def test_an_unregistered_operator_difference_fails_as_one(monkeypatch: Any) -> None:
-    monkeypatch.setattr(op_differences, "OP_DIFFERENCES", [])
+    monkeypatch.setattr(kd, "KNOWN_DIFFERENCES",
+                        [e for e in kd.KNOWN_DIFFERENCES if e.on_control is None])
     outcome = behaviour(*_storage_shrunk(), program="p0 = t0.expand((2,))", converter="meta")
     m = failing(outcome, "op-difference: raised")
     assert "differs the same way" in m.detail
+
+
+def operator_entries() -> list[KnownDifference]:
+    return [e for e in kd.registry() if e.on_control is not None]
 
 
 def test_every_operator_difference_reproduces_without_conversion() -> None:
@@ -220,7 +227,7 @@ def test_every_operator_difference_reproduces_without_conversion() -> None:
     # them its reproducer's assertion fails)
     from pytest_metafidelity.known_differences import version_in_range
 
-    for entry in op_differences.registry():
+    for entry in operator_entries():
         assert entry.reproducer and entry.reason and entry.link, entry.id
         if version_in_range(None, entry.since, entry.until):
             exec(compile(entry.reproducer, entry.id, "exec"), {})
@@ -583,7 +590,7 @@ def test_the_broadcast_wording_entry_needs_the_same_failure_on_both_sides(
     real = ("RuntimeError: The size of tensor a (2) must match the size of tensor b (3) at "
             "non-singleton dimension 1")
     m = Mismatch("behaviour", "*", "raised", real, fake)
-    assert op_differences.same_broadcast_failure(m, [m]) is explained
+    assert operators.same_broadcast_failure(m, [m]) is explained
 
 
 def test_an_empty_grad_with_other_strides_where_the_control_differs_is_known() -> None:
@@ -609,9 +616,9 @@ def test_an_empty_grad_with_other_strides_where_the_control_differs_is_known() -
 ])
 def test_the_degenerate_strides_operator_difference_needs_the_real_shape(
         real: tuple, fake: tuple, shape: Any, explained: bool) -> None:
-    entry = next(e for e in op_differences.registry() if e.id == "degenerate-strides")
+    entry = kd.by_id("op:degenerate-strides")
     m = Mismatch("behaviour", "t1._base.grad", "stride()", real, fake)
-    assert entry.explains("t1.sum().abs().backward()", m, [m], shape) is explained
+    assert entry.explains_on_control("t1.sum().abs().backward()", m, [m], shape) is explained
 
 
 def test_a_cached_zero_element_view_at_an_offset_is_a_known_difference() -> None:
@@ -630,14 +637,14 @@ def test_a_cached_zero_element_view_at_an_offset_is_a_known_difference() -> None
 
 
 def test_a_storage_offset_of_a_view_that_stays_a_view_is_not_the_cache_difference() -> None:
-    entry = next(e for e in op_differences.registry() if e.id == "zero-element-view-dispatch-cache")
+    entry = kd.by_id("op:zero-element-view-dispatch-cache")
     offset = Mismatch("behaviour", "p1", "storage_offset()", 1, 0)
     moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
                      "shared with nothing")
-    assert entry.explains("p1 = t1.reshape((0,))", offset, [offset, moved])
-    assert not entry.explains("p1 = t1.reshape((0,))", offset, [offset])
+    assert entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset, moved])
+    assert not entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset])
     inward = Mismatch("behaviour", "p1", "storage_offset()", 0, 1)
-    assert not entry.explains("p1 = t1.reshape((0,))", inward, [inward, moved])
+    assert not entry.explains_on_control("p1 = t1.reshape((0,))", inward, [inward, moved])
 
 
 @pytest.mark.parametrize("converter", ["meta", "fake", "refake-fresh"])
@@ -697,9 +704,8 @@ def test_only_entries_the_errors_decide_are_judged_without_a_control() -> None:
     step = Program.parse("p1 = t1.reshape((0,))", ["t1"]).steps[0]
     moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
                      "shared with nothing")
-    conv = type("Conv", (), {"converter": type("C", (), {"name": "fake"})()})()
-    assert op_differences.match_op_differences(conv, step, [moved]) is not None
-    assert op_differences.match_op_differences(conv, step, [moved], without_control=True) is None
+    assert kd.operator_differences("fake", step.source, [moved]) is not None
+    assert kd.operator_differences("fake", step.source, [moved], without_control=True) is None
 
 
 @pytest.mark.parametrize("converter", ["meta", "fake", "refake"])

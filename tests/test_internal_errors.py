@@ -277,12 +277,13 @@ def test_a_crashing_known_difference_predicate_is_an_internal_error(
 
 def test_a_crashing_operator_difference_predicate_is_an_internal_error_of_the_check(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_metafidelity.known_differences import op_differences
     from test_behaviour import ONLY, built
 
-    [entry] = [e for e in op_differences.OP_DIFFERENCES if e.id == "view-unchecked-storage-bounds"]
-    crashing = dataclasses.replace(entry, applies=lambda m, same_path: 1 // 0)
-    monkeypatch.setattr(op_differences, "OP_DIFFERENCES", [crashing])
+    entry = known_differences.by_id("op:view-unchecked-storage-bounds")
+    assert entry.on_control is not None
+    crashing = dataclasses.replace(entry, on_control=dataclasses.replace(
+        entry.on_control, applies=lambda m, same_path: 1 // 0))
+    monkeypatch.setattr(known_differences, "KNOWN_DIFFERENCES", [crashing])
     (t,) = built("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", outputs=("t0",))
     outcome = check_faithful(t, converters=["fake"], checks=ONLY,
                              program="p0 = t0.expand((2,))").outcomes[0]

@@ -42,7 +42,7 @@ a ``FakeTensorMode`` (on the ``meta`` device for the ``meta`` converter),
 never converted.  If the control differs from the real tensors the same
 way, the difference is the operator's (its meta kernel or fake impl), not
 the conversion's: it is judged against the registry of operator differences
-(:mod:`pytest_metafidelity.known_differences.op_differences`) and reported
+(:mod:`pytest_metafidelity.known_differences.definitions.operators`) and reported
 as ``op-difference <id>`` -- a known difference -- or, unregistered, as a
 failing ``op-difference: <attribute>``.  Otherwise it is a conversion bug.
 
@@ -78,7 +78,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..converters import Converter
-    from ..known_differences.op_differences import OpDifference
+    from ..known_differences import KnownDifference
     from ..known_differences.triage import Triage
     from ..strategies.programs import Program, Step
     from ..strategies.recipe import FunctionRecipe, Recipe
@@ -781,16 +781,17 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
     What the control shows too is the operator's, the rest the
     conversion's (a stale item memo beside an in-place op's autograd
     difference): each judged on its own."""
-    from ..known_differences.op_differences import match_op_differences
+    from ..known_differences import operator_differences
 
     step = program.steps[k]
+    converter_name = getattr(conv.converter, "name", "?")
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     numels = dict(zip(map(id, differs), _numels(namespace, differs)))
     if control is None:
         real_shapes = {m.path: numels[id(m)][1] for m in differs}
-        entries = match_op_differences(conv, step, differs, without_control=True,
-                                       real_shapes=real_shapes)
+        entries = operator_differences(converter_name, step.source, differs,
+                                       without_control=True, real_shapes=real_shapes)
         if entries is not None:
             return _as_op_differences(conv, entries, differs, lambda m: (
                 f"{where}; no control could be built, and the step's errors alone "
@@ -804,7 +805,7 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
                              "mode, not converted) does not differ: a conversion bug")
     if not shared:
         return found
-    entries = match_op_differences(conv, step, shared,
+    entries = operator_differences(converter_name, step.source, shared,
                                    real_shapes={m.path: numels[id(m)][1] for m in shared})
     if entries is not None:
         return found + _as_op_differences(
@@ -815,7 +816,7 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
         fake=m.fake,
         detail=f"{where}; the control (the same tensors made directly under the mode, "
                "not converted) differs the same way: an operator difference, not "
-               "registered in known_differences/op_differences.py",
+               "registered in known_differences/definitions/operators.py",
         step=k)
             for m in shared]
 
@@ -838,17 +839,18 @@ def _conversion_bugs(conv: Conversion, step: Step, differs: list[Mismatch],
             for m in differs]
 
 
-def _as_op_differences(conv: Conversion, entries: list[OpDifference], differs: list[Mismatch],
+def _as_op_differences(conv: Conversion, entries: list[KnownDifference], differs: list[Mismatch],
                        detail: Callable[[Mismatch], str], k: int) -> list[Mismatch]:
     """The step's differences as the operator differences ``entries``
     (each reported once per conversion)."""
     reported: list[Mismatch] = []
     for entry, m in zip(entries, differs):
-        if entry.id in conv.op_differences:
+        name = entry.operator_name
+        if name in conv.op_differences:
             continue
-        conv.op_differences.add(entry.id)
+        conv.op_differences.add(name)
         reported.append(StepMismatch(
-            check=CHECK, path=m.path, attribute=f"op-difference {entry.id}", real=m.real,
+            check=CHECK, path=m.path, attribute=f"op-difference {name}", real=m.real,
             fake=m.fake, detail=detail(m), step=k))
     return reported
 

@@ -45,10 +45,10 @@ Where things are (as PyTorch keeps OpInfo entries: the types in one module,
 the entries by domain):
 
 * :mod:`.core` -- the types: :class:`KnownDifference`, :class:`Case`,
-  :data:`BY_DESIGN`, :data:`UNFILED`, torch version ranges.
+  :class:`OnControl`, :data:`BY_DESIGN`, :data:`UNFILED`, torch version ranges.
 * :mod:`.definitions` -- the entries, one module per domain (sparse,
   storage, real_tensors, autograd, nested, functorch, subclasses,
-  functionalization, behaviour), each entry right after its predicate.
+  functionalization, operators, behaviour), each entry right after its predicate.
   **To add a known difference**, write its predicate in the domain's module
   and append the entry to that module's ``ENTRIES`` below it; select its
   converters by capability (``converters=where(carries_real=True)``; None:
@@ -60,8 +60,17 @@ the entries by domain):
   footprint, visiting order, converted storage sizes), tested against
   torch; :mod:`.experiments` -- predicates' experiments that convert again
   through torch.
-* :mod:`.triage` -- how a converter's mismatches are judged (above).
-* :mod:`.op_differences` -- the ``behaviour`` check's operator differences.
+* :mod:`.triage` -- how a converter's mismatches are judged (above), and
+  which operator differences a program step's differences are.
+
+**Operator differences** are entries too (:mod:`.definitions.operators`,
+ids ``op:<id>``): where an operator acts differently on fake or meta
+tensors whether or not they were converted.  The ``behaviour`` check
+replays a step that differs on a control (the same tensors made under the
+mode, never converted); where the control differs the same way, an entry's
+``on_control`` condition (:class:`OnControl`: the step's source, the
+attribute) says which operator difference it is, and the entry explains
+the check's finding ``op-difference <id>``.
 """
 
 from __future__ import annotations
@@ -73,6 +82,7 @@ from .core import (
     UNFILED,
     Case,
     KnownDifference,
+    OnControl,
     PredicateError,
     UnexpectedlyPassing,
     torch_version,
@@ -83,8 +93,10 @@ from . import triage as _triage
 from .triage import Triage
 
 __all__ = [
-    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "PredicateError", "Triage",
-    "UnexpectedlyPassing", "by_id", "registry", "torch_version", "triage", "version_in_range",
+    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "OnControl",
+    "PredicateError", "Triage",
+    "UnexpectedlyPassing", "by_id", "operator_differences", "registry", "torch_version", "triage",
+    "version_in_range",
 ]
 
 KNOWN_DIFFERENCES: list[KnownDifference] = all_entries()
@@ -98,6 +110,19 @@ def triage(converter: str, mismatches: list[Any], conversion: Any, checks_run: I
     :data:`KNOWN_DIFFERENCES`, as it is at the call)."""
     return _triage.triage(converter, mismatches, conversion, checks_run,
                           KNOWN_DIFFERENCES if entries is None else entries)
+
+
+def operator_differences(converter: str, statement: str, mismatches: list[Any], *,
+                         without_control: bool = False,
+                         real_shapes: dict[str, Any] | None = None,
+                         entries: Iterable[KnownDifference] | None = None
+                         ) -> list[KnownDifference] | None:
+    """The operator differences a step's differences are, where the control
+    shows them too (:func:`.triage.operator_differences`), against
+    ``entries`` (default: the registry as it is at the call)."""
+    return _triage.operator_differences(
+        converter, statement, mismatches, KNOWN_DIFFERENCES if entries is None else entries,
+        without_control=without_control, real_shapes=real_shapes)
 
 
 def registry() -> list[KnownDifference]:

@@ -1,5 +1,6 @@
 """The types of the registry of known differences: :class:`KnownDifference`
-(an entry), :class:`Case` (what its predicate sees), the link markers
+(an entry), :class:`Case` (what its predicate sees), :class:`OnControl`
+(what makes an entry an operator difference), the link markers
 :data:`BY_DESIGN` and :data:`UNFILED`, and torch version ranges.  The
 package docstring says how the registry judges mismatches."""
 
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 BY_DESIGN = "by design"
 # An upstream bug with no upstream report yet: ``python -m
@@ -30,6 +31,55 @@ class Case:
     conversion: Any  # the checks.Conversion
 
 
+# The ids of operator differences start with it ("op:degenerate-strides"); the
+# rest names the difference in the behaviour check's finding
+# ("op-difference degenerate-strides").
+OPERATOR_PREFIX = "op:"
+
+
+@dataclasses.dataclass(frozen=True)
+class OnControl:
+    """When a step's difference is an operator difference: the ``behaviour``
+    check replays the program on a *control* (the same tensors made
+    directly under the mode, never converted), and the control differs from
+    eager the same way.  Then the step's source and the differing attribute
+    say which operator difference it is."""
+
+    statement: str  # regular expression searched for in the step's source (with its context)
+    attribute: str  # regular expression, full match against the differing attribute
+    # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
+    # mismatch of the step at the same path.
+    applies: Callable[[Any, Sequence[Any]], bool] | None = None
+    # Optional: holds for a mismatch given the shape of the real tensor it is
+    # on (None where it is on none).
+    applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool] | None = None
+    # The step alone shows it (its errors: eager has no kernel, both sides
+    # state the same broken rule in their own words; or a statement on which
+    # every fake made under the mode differs): it is also judged where no
+    # control can be built.
+    errors_decide: bool = False
+    # Optional: holds for the step's source (what a regular expression
+    # cannot say, such as which kernels its operators have).
+    statement_applies: Callable[[str], bool] | None = None
+
+    def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
+                 real_shape: tuple[int, ...] | None = None) -> bool:
+        """Whether the control's difference ``mismatch`` of the step
+        ``statement`` is this one; ``same_path``: the step's mismatches at its
+        path (itself included); ``real_shape``: the shape of the real tensor
+        at that path.  A predicate that raises raises (the caller names the
+        entry)."""
+        if re.search(self.statement, statement) is None:
+            return False
+        if re.fullmatch(self.attribute, mismatch.attribute) is None:
+            return False
+        if self.statement_applies is not None and not self.statement_applies(statement):
+            return False
+        if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
+            return False
+        return self.applies_to_shape is None or bool(self.applies_to_shape(mismatch, real_shape))
+
+
 @dataclasses.dataclass(frozen=True)
 class KnownDifference:
     id: str
@@ -50,6 +100,31 @@ class KnownDifference:
     # Upstream threads on the same code that do not report this difference
     # (the change that introduced it, a neighbouring bug, a candidate fix).
     related: tuple[str, ...] = ()
+    # An operator difference (its id starts with OPERATOR_PREFIX): where the
+    # control differs from eager the same way, and how.  The ``behaviour``
+    # check asks :meth:`explains_on_control` of a step's differences; the
+    # entry then explains the finding it reports, ``op-difference <name>``.
+    on_control: OnControl | None = None
+
+    @property
+    def operator_name(self) -> str:
+        """An operator difference's name in the behaviour check's finding."""
+        return self.id.removeprefix(OPERATOR_PREFIX)
+
+    def explains_on_control(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
+                            real_shape: tuple[int, ...] | None = None) -> bool:
+        """Whether this operator difference is ``mismatch``, a difference of
+        the step ``statement`` that the control shows too (:meth:`OnControl.explains`).
+        A predicate that raises is a :class:`PredicateError` naming the entry."""
+        if self.on_control is None:
+            return False
+        try:
+            return self.on_control.explains(statement, mismatch, same_path, real_shape)
+        except Exception as e:
+            # A bug of ours: an internal error of the check that asked, never "does not apply".
+            raise PredicateError(
+                f"the predicate of operator difference {self.operator_name!r} raised on "
+                f"{mismatch.attribute!r} at {mismatch.path}: {type(e).__name__}: {e}") from e
 
     @property
     def unfiled(self) -> bool:

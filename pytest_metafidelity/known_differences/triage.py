@@ -1,12 +1,14 @@
 """The triage: how :func:`~pytest_metafidelity.faithful.check_faithful` splits a
 converter's mismatches into explained and unexplained, and finds the entries
-that expected a difference that did not occur (see the package docstring)."""
+that expected a difference that did not occur (see the package docstring);
+and which operator differences a program step's differences are, where the
+``behaviour`` check's control shows them too (:func:`operator_differences`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import operator
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from .core import Case, KnownDifference, holds
 from .facts import FACTS
@@ -187,3 +189,27 @@ def triage(
         found = set(passing)
         passing = [e.id for e in entries if e.id in found]
     return Triage(unexplained, explained, passing, sorted(hit))
+
+
+def operator_differences(converter: str, statement: str, mismatches: Sequence[Any],
+                         entries: Iterable[KnownDifference], *, without_control: bool = False,
+                         real_shapes: dict[str, Any] | None = None
+                         ) -> list[KnownDifference] | None:
+    """For each of a step's differences that the control shows too, the
+    active operator difference of ``entries`` (an ``on_control`` entry)
+    explaining it; None unless every one is explained.  ``statement``: the
+    step's source.  ``without_control``: no control could be built, and
+    only entries the step's errors decide are asked.  ``real_shapes``: the
+    shape of the real tensor at each mismatch's path."""
+    active = [e for e in _active(converter, entries) if e.on_control is not None
+              and (e.on_control.errors_decide or not without_control)]
+    found = []
+    for m in mismatches:
+        same_path = [x for x in mismatches if x.path == m.path]
+        shape = (real_shapes or {}).get(m.path)
+        entry = next((e for e in active if e.explains_on_control(statement, m, same_path, shape)),
+                     None)
+        if entry is None:
+            return None
+        found.append(entry)
+    return found

@@ -20,7 +20,7 @@ from ..core import KnownDifference
 # refusal of a functional view).
 DOMAINS = (
     "sparse", "mkldnn", "storage", "real_tensors", "autograd", "nested", "functorch", "subclasses",
-    "functionalization", "zero_tensors", "behaviour", "reconvert",
+    "functionalization", "zero_tensors", "operators", "behaviour", "reconvert",
 )
 
 

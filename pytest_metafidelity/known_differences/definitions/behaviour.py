@@ -1,6 +1,6 @@
-"""Known differences of the ``behaviour`` check: each operator difference
-(:mod:`..op_differences`) as the entry ``op:<id>``, and the differences a
-program's step shows that follow from the conversion.
+"""Known differences of the ``behaviour`` check: the differences a program's
+step shows that follow from the conversion (an operator's own differences,
+which the control shows too, are in :mod:`.operators`).
 """
 
 from __future__ import annotations
@@ -13,27 +13,6 @@ from ...converters import where
 from ...findings import StepDifference
 from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
 from ..facts import family_wide, layout_name, reads_record
-
-
-def _op_difference_entries() -> list[KnownDifference]:
-    """Each operator difference (:mod:`.op_differences`) as the known
-    difference ``op:<id>`` of the ``behaviour`` check.  It occurs exactly
-    when the check attributed a step's difference to it (the check records
-    the ids on the conversion), so it is never unexpectedly passing where
-    the program did not run the operator."""
-    from ..op_differences import registry as op_registry
-
-    def recorded(entry_id: str) -> Callable[[Case], bool]:
-        return reads_record("op_differences")(family_wide(
-            lambda case: entry_id in getattr(case.conversion, "op_differences", ())))
-
-    return [
-        KnownDifference(
-            id=f"op:{e.id}", check="behaviour", attribute=re.escape(f"op-difference {e.id}"),
-            applies=recorded(e.id), reason=e.reason, link=e.link, converters=e.converters,
-            since=e.since, until=e.until, reproducer=e.reproducer)
-        for e in op_registry()
-    ]
 
 
 def _behaviour_recorded(attr: str, test: Any, in_family: Any = None) -> Any:
@@ -283,7 +262,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 def _degenerate_strides_reproducer() -> str:
-    from ..op_differences import DEGENERATE_STRIDES_REPRODUCER
+    from .operators import DEGENERATE_STRIDES_REPRODUCER
 
     return DEGENERATE_STRIDES_REPRODUCER
 
@@ -293,7 +272,7 @@ def _zero_element_outputs_not_views(records: tuple) -> bool:
     difference), and every storage_offset() difference recorded is that of
     such an output made on a storage of its own: 0 on the fake side, where
     its storage identity differs too."""
-    from ..op_differences import NOT_A_VIEW
+    from .operators import NOT_A_VIEW
 
     zero = [d for d in records if d.numel == 0]
     own_storage = {d.path for d in zero if d.attribute == "storage identity"}
@@ -303,7 +282,7 @@ def _zero_element_outputs_not_views(records: tuple) -> bool:
 
 
 def _zero_element_view_entry() -> KnownDifference:
-    from ..op_differences import NOT_A_VIEW, NOT_A_VIEW_OFFSET, ZERO_ELEMENT_VIEW_REPRODUCER
+    from .operators import NOT_A_VIEW, NOT_A_VIEW_OFFSET, ZERO_ELEMENT_VIEW_REPRODUCER
 
     return KnownDifference(
         id="behaviour-zero-element-view-dispatch-cache",
@@ -331,7 +310,7 @@ _BEHAVIOUR_ENTRIES.append(_zero_element_view_entry())
 def _only_degenerate_strides(d: StepDifference) -> bool:
     """A recorded stride() difference only on dimensions of size 1 (or of a
     tensor with no elements), where a stride moves through no memory."""
-    from ..op_differences import only_degenerate_strides
+    from .operators import only_degenerate_strides
 
     if d.attribute != "stride()" or d.shape is None:
         return False
@@ -907,7 +886,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 def _calls_in_place_op(source: str) -> bool:
-    from ..op_differences import IN_PLACE_CALL
+    from .operators import IN_PLACE_CALL
 
     return re.search(IN_PLACE_CALL, source) is not None
 
@@ -921,14 +900,14 @@ APPLIED_ONCE = frozenset({"add_", "mul_", "sub_", "div_", "copy_", "zero_", "fil
 def _only_applied_once(source: str) -> bool:
     """Whether every in-place op a step calls is one of APPLIED_ONCE (div_
     with a rounding mode is another overload, applied twice)."""
-    from ..op_differences import IN_PLACE_CALL
+    from .operators import IN_PLACE_CALL
 
     called = {m.group(0)[1:].split(".")[0].rstrip("(") for m in re.finditer(IN_PLACE_CALL, source)}
     return called <= APPLIED_ONCE and "rounding_mode=" not in source
 
 
 def _composite_in_place_in_inference_mode(source: str) -> bool:
-    from ..op_differences import composite_in_place_in_inference_mode
+    from .operators import composite_in_place_in_inference_mode
 
     return composite_in_place_in_inference_mode(source)
 
@@ -1086,7 +1065,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 
 
 def _random_op_carried_values_entry() -> KnownDifference:
-    from ..op_differences import RANDOM_CARRIED_VALUES_REPRODUCER
+    from .operators import RANDOM_CARRIED_VALUES_REPRODUCER
 
     return KnownDifference(
         id="behaviour-random-op-carried-values",
@@ -1910,4 +1889,4 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
-ENTRIES = _op_difference_entries() + _BEHAVIOUR_ENTRIES
+ENTRIES = _BEHAVIOUR_ENTRIES

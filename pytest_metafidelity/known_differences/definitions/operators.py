@@ -1,38 +1,38 @@
-"""Operator differences: where an operator acts differently on fake or meta
-tensors than on real ones, whether or not they were converted.
+"""Known differences of operators: where an operator acts differently on
+fake or meta tensors than on real ones, whether or not they were converted.
 
 The ``behaviour`` check runs a program on the real tensors and on their
 converted counterparts; when a step differs, it replays the program on a
 *control* (the same tensors made directly under a ``FakeTensorMode``, or on
 the meta device), never converted.  When the control differs the same way,
 the difference belongs to the operator (its meta kernel or fake impl), not
-to the conversion, and is judged against this registry, not counted against
-the converter:
+to the conversion, and is judged against the registry's operator
+differences (the entries with an ``on_control`` condition, all of them
+here), not counted against the converter:
 
-* a registered, active entry (torch version in ``[since, until)``, its
+* an active entry ``op:<id>`` (torch version in ``[since, until)``, its
   converters) whose ``statement`` pattern matches the step (``re.search``
   on the step's source, its ``with`` line included) and whose ``attribute``
   pattern matches the attribute that differs (``re.fullmatch``) explains
-  it; when every difference of the step is explained, each entry is reported
-  as ``op-difference <id>``, a known difference (entry ``op:<id>`` of
-  :mod:`.definitions.behaviour`);
+  it; when every difference of the step is explained, each is reported as
+  ``op-difference <id>``, which the entry explains: a known difference;
 * an unregistered one fails as ``op-difference: <attribute>``, so that it
   is looked at and registered here.
 
-Each entry carries a minimal reproducer on plain (unconverted) fake or meta
-tensors, which the project's tests run.
+Each entry is made by :func:`operator_difference` and
+carries a minimal reproducer on plain (unconverted) fake or meta tensors,
+which the project's tests run.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from typing import Any, Callable, Iterable, Sequence
 
-from ..converters import where
-from . import BY_DESIGN, UNFILED
-from .core import PredicateError, entry_active
+from ...converters import where
+from ..core import BY_DESIGN, OPERATOR_PREFIX, UNFILED, Case, KnownDifference, OnControl
+from ..facts import family_wide, reads_record
 
 # Also the reproducer of the registry's behaviour entry that follows from it.
 DEGENERATE_STRIDES_REPRODUCER = (
@@ -44,59 +44,35 @@ DEGENERATE_STRIDES_REPRODUCER = (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class OpDifference:
-    id: str
-    statement: str  # regular expression searched for in the step's source (with its context)
-    attribute: str  # regular expression, full match against the differing attribute
-    reason: str
-    link: str  # the upstream issue, BY_DESIGN or UNFILED
-    # None: every converter; else a selection by capability (converters.where)
-    converters: Iterable[str] | None = None
-    since: str | None = None
-    until: str | None = None
-    reproducer: str = ""
-    # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
-    # mismatch of the step at the same path.
-    applies: Callable[[Any, Sequence[Any]], bool] | None = None
-    # Optional: holds for a mismatch given the shape of the real tensor it is
-    # on (None where it is on none).
-    applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool] | None = None
-    # The step alone shows it (its errors: eager has no kernel, both sides
-    # state the same broken rule in their own words; or a statement on which
-    # every fake made under the mode differs): it is also judged where no
-    # control can be built.
-    errors_decide: bool = False
-    # Optional: holds for the step's source (what a regular expression
-    # cannot say, such as which kernels its operators have).
-    statement_applies: Callable[[str], bool] | None = None
+def _attributed(name: str) -> Callable[[Case], bool]:
+    """The operator difference occurs exactly when the ``behaviour`` check
+    attributed a step's difference to it (it records the names on the
+    conversion)."""
+    return reads_record("op_differences")(family_wide(
+        lambda case: name in getattr(case.conversion, "op_differences", ())))
 
-    def active(self, converter: str, version: Any = None) -> bool:
-        return entry_active(self, converter, version)
 
-    def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
-                 real_shape: tuple[int, ...] | None = None) -> bool:
-        """Whether this entry explains ``mismatch`` of the step ``statement``;
-        ``same_path``: the step's mismatches at its path (itself included);
-        ``real_shape``: the shape of the real tensor at that path."""
-        if re.search(self.statement, statement) is None:
-            return False
-        if re.fullmatch(self.attribute, mismatch.attribute) is None:
-            return False
-        try:
-            if self.statement_applies is not None and not self.statement_applies(statement):
-                return False
-            if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
-                return False
-            if self.applies_to_shape is not None and not self.applies_to_shape(mismatch,
-                                                                               real_shape):
-                return False
-        except Exception as e:
-            # A bug of ours: an internal error of the check that asked, never "does not apply".
-            raise PredicateError(
-                f"the predicate of operator difference {self.id!r} raised on "
-                f"{mismatch.attribute!r} at {mismatch.path}: {type(e).__name__}: {e}") from e
-        return True
+def operator_difference(*, id: str, statement: str, attribute: str, reason: str, link: str,
+                        converters: Iterable[str] | None = None, since: str | None = None,
+                        until: str | None = None, reproducer: str = "",
+                        applies: Callable[[Any, Sequence[Any]], bool] | None = None,
+                        applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool]
+                        | None = None,
+                        errors_decide: bool = False,
+                        statement_applies: Callable[[str], bool] | None = None,
+                        related: tuple[str, ...] = ()) -> KnownDifference:
+    """The known difference ``op:<id>`` of the ``behaviour`` check: a step
+    whose source matches ``statement`` differs in ``attribute`` on the
+    control as on the converted tensors (:class:`~..core.OnControl`: the
+    other arguments of that name say how); the check then reports the
+    finding ``op-difference <id>``, which this entry explains."""
+    return KnownDifference(
+        id=OPERATOR_PREFIX + id, check="behaviour", attribute=re.escape(f"op-difference {id}"),
+        applies=_attributed(id), reason=reason, link=link, converters=converters, since=since,
+        until=until, reproducer=reproducer, related=related,
+        on_control=OnControl(statement=statement, attribute=attribute, applies=applies,
+                             applies_to_shape=applies_to_shape, errors_decide=errors_decide,
+                             statement_applies=statement_applies))
 
 
 def _only_raised(pattern: str, side: str) -> Callable[[Any, Sequence[Any]], bool]:
@@ -277,8 +253,8 @@ RANDOM_CARRIED_VALUES_REPRODUCER = (
     "assert not torch.equal(f.real_tensor, x)\n"
 )
 
-OP_DIFFERENCES: list[OpDifference] = [
-    OpDifference(
+ENTRIES: list[KnownDifference] = [
+    operator_difference(
         id="fake-view-replay-after-metadata-op",
         statement=IN_PLACE_CALL,
         attribute="raised",
@@ -308,7 +284,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('fake zero_ ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="zero-element-view-dispatch-cache",
         statement=r"\.(view|reshape|view_as|expand|transpose|t|unsqueeze|detach)\(|\[",
         attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}",
@@ -323,7 +299,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         link="https://github.com/pytorch/pytorch/issues/159151",
         reproducer=ZERO_ELEMENT_VIEW_REPRODUCER,
     ),
-    OpDifference(
+    operator_difference(
         id="bool-in-place-promotion",
         statement=r"\.(add_|mul_)\(",
         attribute="raised",
@@ -349,7 +325,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "torch.zeros(2, dtype=torch.bool, device='meta').mul_(2)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-in-place-op-on-inference-view",
         statement=IN_PLACE_CALL,
         attribute="raised",
@@ -386,7 +362,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    y.as_strided((1,), (1,), 0).t_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-backward-through-emptied-view",
         statement=r"\.backward\(",
         attribute="raised",
@@ -417,7 +393,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('fake backward ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="unchecked-internal-overlap",
         # (backward accumulates into a leaf's .grad in place)
         statement=IN_PLACE_CALL + r"|\.backward\(",
@@ -462,7 +438,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    backward_into_a_zero_stride_grad()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="view-replay-unchecked-storage-bounds",
         # The storage emptied by the step, or given so (an in-place view op
         # under no_grad on a view of it).
@@ -518,7 +494,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert given_empty('cpu') is False\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-in-place-op-breaks-view-autograd",
         statement=IN_PLACE_CALL,
         attribute=r"is_leaf|requires_grad|grad is not None|_is_view\(\)|_base is None",
@@ -549,7 +525,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('is_leaf read')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-view-accepts-incompatible-strides",
         statement=r"\.view\(",
         attribute="raised",
@@ -590,7 +566,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert expanded().shape == (4,)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="kernel-missing-for-dtype",
         statement=r".",
         attribute="raised",
@@ -625,7 +601,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "torch.zeros(2, dtype=torch.complex64, device='meta').ceil_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="inference-mode-views-of-normal-tensors",
         statement=r"^with torch\.inference_mode\(\):\n    \w+ = ",
         attribute=r"_is_view\(\)|version counter sharing|requires_grad|_base is None",
@@ -650,7 +626,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        assert not y.real._is_view()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="view-unchecked-storage-bounds",
         statement=r".",
         attribute="raised",
@@ -674,7 +650,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert m.expand(2).shape == (2,)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="broadcast-error-wording",
         statement=r".",
         attribute="raised",
@@ -702,7 +678,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "at -2!')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="degenerate-strides",
         statement=r".",
         # (and the contiguity in a memory format those strides decide: read
@@ -724,7 +700,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         link=UNFILED,
         reproducer=DEGENERATE_STRIDES_REPRODUCER,
     ),
-    OpDifference(
+    operator_difference(
         id="composite-in-place-version-in-inference-mode",
         statement=r"^with torch\.inference_mode\(\):\n",
         attribute=r"_version bump|values",
@@ -752,7 +728,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert y._version == 0\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="random-op-refuses-a-generator",
         statement=r"generator=",
         attribute="raised",
@@ -774,7 +750,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta cauchy_ took the generator')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="dtype-cast-error-wording",
         statement=r".",
         attribute="raised",
@@ -802,7 +778,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert 'Attempting to cast from torch.float32' in message('meta')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="rrelu-meta-signature",
         statement=r"rrelu",
         attribute="raised",
@@ -825,7 +801,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta rrelu_ ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="t-inplace-error-class",
         statement=r"\.t_\(",
         attribute="raised",
@@ -849,7 +825,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert (error('cpu'), error('meta')) == (RuntimeError, AssertionError)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="index-copy-error-class",
         since="2.13",  # (2.11's meta kernel does not check: meta-skips-argument-checks)
         statement=r"\.index_copy_\(",
@@ -874,7 +850,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert (error('cpu'), error('meta')) == (IndexError, RuntimeError)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="slice-inverse-two-tensor-view",
         statement=r"slice_inverse",
         attribute="raised",
@@ -901,7 +877,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('fake slice_inverse ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="index-values-unchecked",
         statement=r"dtype=torch\.long\)",
         attribute="raised",
@@ -928,7 +904,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "run('meta')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="integer-division-by-zero",
         statement=(r"\.(floor_divide|remainder|fmod|div|divide|true_divide)_?\(|"
                    r"torch\.(floor_divide|remainder|fmod|div|divide)\("),
@@ -955,7 +931,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    run('meta')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="narrow-reads-a-tensor-start-first",
         statement=r"\.narrow\(|torch\.narrow\(",
         attribute="raised",
@@ -986,7 +962,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert run('cpu').startswith('DataDependentOutputException')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="meta-skips-argument-checks",
         statement="|".join(re.escape(op) for op in ARGUMENT_CHECKS_SKIPPED),
         attribute="raised",
@@ -1030,7 +1006,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "overflow\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="reshape-alias-ignores-strides",
         statement=r"_reshape_alias",
         attribute=r"stride\(\)",
@@ -1052,7 +1028,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "(2, 1)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="random-op-carried-values",
         statement=r"generator=",
         attribute=r"values",
@@ -1065,7 +1041,7 @@ OP_DIFFERENCES: list[OpDifference] = [
         link=UNFILED,
         reproducer=RANDOM_CARRIED_VALUES_REPRODUCER,
     ),
-    OpDifference(
+    operator_difference(
         id="real-propagation-counts-as-strided-grad-twice",
         statement=r"\.backward\(|autograd\.grad\(",
         attribute=r"values",
@@ -1101,7 +1077,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert f.grad.real_tensor.flatten().tolist() == [0.5, 0.5, 0.5, 0.0, 0.0, 0.0]\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="real-propagation-unbind-of-empty-dimension",
         statement=r"unbind",
         attribute="raised",
@@ -1130,7 +1106,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "            raise AssertionError('unbind ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="nan-to-num-complex",
         statement=r"nan_to_num_",
         attribute="raised",
@@ -1153,7 +1129,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta nan_to_num_ ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="matrix-shape-error-wording",
         statement=r"\.(addmm_|addmv_|addr_|addbmm_|baddbmm_)\(",
         attribute="raised",
@@ -1190,7 +1166,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert 'must have same reduction dim' in product('meta')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="normal-of-integer-dtype",
         statement=r"\.normal_\(",
         attribute="raised",
@@ -1215,7 +1191,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta normal_ ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="named-tensors-on-meta",
         until="2.13",  # (2.13's tensors have no rename())
         statement=r"\.rename_?\(",
@@ -1239,7 +1215,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta rename ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="split-sizes-error-class",
         statement=r"\.split(_with_sizes)?\(",
         attribute="raised",
@@ -1280,7 +1256,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('fake split ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="real-propagation-sparse-compressed-strides",
         statement=r".",
         attribute="raised",
@@ -1315,7 +1291,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "            raise AssertionError('detach ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-wrapper-subclass-set-source-refused",
         statement=r"\.set_\(\w",
         attribute="raised",
@@ -1351,7 +1327,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('set_ on a fake wrapper ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="wrapper-subclass-resized-views-unreadable",
         statement=r"\.(resize_|set_)\(",
         attribute=r"is_leaf",
@@ -1389,7 +1365,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert is_leaf('meta') is False\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="sparse-meta-kernel-missing",
         statement=r".",
         attribute="raised",
@@ -1421,7 +1397,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    raise AssertionError('meta sparse mul_ ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="wrapper-subclass-storage-on-meta",
         statement=r".",
         attribute="raised",
@@ -1462,7 +1438,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    TwoTensor(m, m.clone()).set_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="bit-view-of-compressed-values",
         statement=(r"_neg_view\(|\.conj\(|\.(real|imag)\b|view_as_(real|complex)\("
                    r"|torch\.(real|imag)\("),
@@ -1519,7 +1495,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    torch.view_as_complex(h.values())\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="compressed-gradient-made-outside-the-mode",
         statement=r"\.backward\(",
         attribute="raised",
@@ -1559,7 +1535,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert backward_of_values(made.to_sparse_csr()) == 'refused'\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="copy-between-dense-and-sparse",
         statement=r"\.copy_\(",
         attribute="raised",
@@ -1588,7 +1564,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert list(both_ways(torch.zeros(2, 3).to_sparse())) == ['ran', 'ran']\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="jagged-component-resize-data-dependent",
         statement=r"resize_\(",
         attribute="raised",
@@ -1617,7 +1593,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('resize_ of a fake component ran')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="meta-sparse-transpose-marks-coalesced",
         statement=r"\.(transpose|t)\(",
         attribute=r"is_coalesced\(\)",
@@ -1644,7 +1620,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert s.transpose(0, 0).is_coalesced() == (device == 'meta')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="sparse-in-place-mul-of-empty-marks-coalesced",
         statement=r"\.(mul|multiply)_\(",
         attribute=r"is_coalesced\(\)",
@@ -1675,7 +1651,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert not mul_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="sparse-in-place-mul-new-values",
         statement=r"\._?values\(\)",
         attribute=r"storage identity",
@@ -1703,7 +1679,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert same_values_after_mul_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="sparse-in-place-mul-new-values-in-inference-mode",
         statement=r"\._?(values|indices)\(\)",
         attribute=(r"is_inference\(\)|is_inference|(ADInplaceOrView|Autograd<backend>) in "
@@ -1754,7 +1730,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    values_after_inference_mul_()\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-as-strided-backward-grad-offset",
         statement=r"\.backward\(",
         attribute=r"storage_offset\(\)",
@@ -1786,7 +1762,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert grad_offset() == 0\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="compressed-to-dense-bumps-version-in-inference-mode",
         statement=r"^with torch\.inference_mode\(\):\n.*to_dense\(",
         attribute=r"_version bump",
@@ -1818,7 +1794,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "assert f._version == before\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="compressed-to-sparse-aliases-values",
         statement=r"\._?values\(",
         attribute=r"version counter sharing",
@@ -1849,7 +1825,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert fv._version == before\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="view-of-unbacked-size-assumes-its-value",
         statement=r"\.(view|reshape|flatten)\(",
         attribute=r"shape|stride\(\)|numel\(\)|is_contiguous\(\)|raised",
@@ -1885,7 +1861,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        assert len(shape) == 1 and p.shape[1] == 1  # assumed, not 0\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="expand-of-unbacked-size",
         statement=r"\.(expand|expand_as|broadcast_to)\(|torch\.broadcast_to\(",
         attribute="raised",
@@ -1916,7 +1892,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "        raise AssertionError('the fake expanded a size it does not know')\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="fake-retained-grad-of-a-restrided-view",
         statement=r"\.grad\b",
         attribute=r"shape|stride\(\)|numel\(\)|is_contiguous\(\)",
@@ -1945,7 +1921,7 @@ OP_DIFFERENCES: list[OpDifference] = [
             "    assert retained() == (1,)\n"
         ),
     ),
-    OpDifference(
+    operator_difference(
         id="nested-retained-grad-data-dependent-guard",
         statement=r"\.backward\(",
         attribute="raised",
@@ -2020,28 +1996,3 @@ def _methods_called(statement: str) -> set[str]:
     except SyntaxError:
         return set()
     return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
-
-
-def registry() -> list[OpDifference]:
-    return list(OP_DIFFERENCES)
-
-
-def match_op_differences(conv: Any, step: Any, mismatches: Sequence[Any], *,
-                         without_control: bool = False,
-                         real_shapes: dict[str, Any] | None = None) -> list[OpDifference] | None:
-    """For each of the step's differences, the active entry explaining it;
-    None unless every one is explained.  ``without_control``: no control
-    could be built, and only entries the step's errors decide are asked.
-    ``real_shapes``: the shape of the real tensor at each mismatch's path."""
-    name = getattr(conv.converter, "name", "?")
-    active = [e for e in OP_DIFFERENCES if e.active(name)
-              and (e.errors_decide or not without_control)]
-    found = []
-    for m in mismatches:
-        same_path = [x for x in mismatches if x.path == m.path]
-        shape = (real_shapes or {}).get(m.path)
-        entry = next((e for e in active if e.explains(step.source, m, same_path, shape)), None)
-        if entry is None:
-            return None
-        found.append(entry)
-    return found
