@@ -15,6 +15,10 @@ from typing import Any, Callable, Iterator, TypeVar
 
 R = TypeVar("R")
 
+# The file name a recipe's code runs under (in tracebacks, and for
+# :func:`raised_by_recipe`).
+RECIPE_FILENAME = "<metafidelity recipe>"
+
 # Who is told of each recipe line before it runs (the suite's journal: a
 # line that crashes torch while an example is being drawn keeps the recipe
 # so far, that line last).
@@ -104,7 +108,7 @@ class Recipe:
     def active_contexts(self) -> Iterator[dict[str, Any]]:
         """Enter the recipe's contexts; yields the namespace to build in."""
         namespace: dict[str, Any] = {}
-        exec(compile(self.header(), "<metafidelity recipe>", "exec"), namespace)
+        exec(compile(self.header(), RECIPE_FILENAME, "exec"), namespace)
         with contextlib.ExitStack() as stack:
             for expr in self.contexts:
                 stack.enter_context(eval(expr, namespace))
@@ -112,7 +116,7 @@ class Recipe:
 
     def build_in(self, namespace: dict[str, Any]) -> tuple[Any, ...]:
         """Execute the lines in ``namespace`` (from :meth:`active_contexts`)."""
-        exec(compile(self.body(), "<metafidelity recipe>", "exec"), namespace)
+        exec(compile(self.body(), RECIPE_FILENAME, "exec"), namespace)
         tensors = tuple(namespace[name] for name in self.outputs)
         registry = _registry()
         for t in tensors:
@@ -144,6 +148,23 @@ class FunctionRecipe:
     def build(self) -> tuple[Any, ...]:
         made = self.make()
         return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+
+
+def raised_by_recipe(error: BaseException, recipe: Recipe | FunctionRecipe) -> bool:
+    """Whether ``error``, raised out of ``recipe.build()``, came from the
+    recipe's own code (its lines, or the user's ``make``, and what torch ran
+    for them: torch refusing to make the tensors there, under a mode or on
+    the meta device), not from building machinery around it (a bug of ours)."""
+    make = getattr(getattr(recipe, "make", None), "__code__", None)
+    if isinstance(recipe, FunctionRecipe) and make is None:
+        return True  # a callable without Python code of its own: all of it is the user's
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == RECIPE_FILENAME or code is make:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def recipe_of(tensor: Any) -> Recipe | None:
@@ -205,7 +226,7 @@ class RecipeBuilder:
     def stmt(self, code: str) -> None:
         """Run ``code`` now and record it."""
         self._tell(code)
-        exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
+        exec(compile(code, RECIPE_FILENAME, "exec"), self.namespace)
         self.lines.extend(code.splitlines())
 
     def let(self, expr: str, prefix: str = "t") -> str:
@@ -220,7 +241,7 @@ class RecipeBuilder:
         name = self.fresh(prefix)
         self._tell(f"{name} = {expr}")
         try:
-            value = eval(compile(expr, "<metafidelity recipe>", "eval"), self.namespace)
+            value = eval(compile(expr, RECIPE_FILENAME, "eval"), self.namespace)
         except Exception:
             return None
         self.namespace[name] = value
@@ -238,7 +259,7 @@ class RecipeBuilder:
         (shape, dtype and overlap checks) or succeed."""
         self._tell(code)
         try:
-            exec(compile(code, "<metafidelity recipe>", "exec"), self.namespace)
+            exec(compile(code, RECIPE_FILENAME, "exec"), self.namespace)
         except Exception:
             return False
         self.lines.extend(code.splitlines())
@@ -274,7 +295,7 @@ class RecipeBuilder:
         sub.imports = set(self.imports)
         sub._counter = self._counter
         sub._enclosing = (self, context_expr)
-        with eval(compile(context_expr, "<metafidelity recipe>", "eval"), self.namespace):
+        with eval(compile(context_expr, RECIPE_FILENAME, "eval"), self.namespace):
             result = make(sub)
         self._counter = sub._counter
         self.imports |= sub.imports

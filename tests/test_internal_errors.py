@@ -295,6 +295,32 @@ def test_a_crashing_operator_difference_predicate_is_an_internal_error_of_the_ch
     assert "'view-unchecked-storage-bounds'" in str(error.error)
 
 
+@pytest.mark.parametrize("where", ["the real side's copies", "the control"])
+def test_an_error_of_ours_building_the_real_side_or_the_control_is_an_internal_error(
+        monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    # What torch raises running the recipe's code means "no copies" / "no
+    # control"; what our code around it raises is never taken for that.
+    from pytest_metafidelity.checks import behaviour as behaviour_check
+    from pytest_metafidelity.strategies import recipe as recipes_module
+    from test_behaviour import ONLY, built
+
+    (t,) = built("t0 = torch.zeros(())", "t0.untyped_storage().resize_(0)", outputs=("t0",))
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ZeroDivisionError("injected")
+
+    if where == "the control":
+        monkeypatch.setattr(behaviour_check, "_control_tensors", broken)
+    else:  # inside Recipe.build, after the recipe's code ran
+        monkeypatch.setattr(recipes_module, "_registry", broken)
+    outcome = check_faithful(t, converters=["fake"], checks=ONLY,
+                             program="p0 = t0.expand((2,))").outcomes[0]
+    assert outcome.status == INTERNAL, outcome.describe()
+    [error] = outcome.internal_errors
+    assert error.check == "behaviour"
+    assert isinstance(error.error, ZeroDivisionError)
+
+
 def test_facts_about_plain_strided_tensors_leave_functorch_wrappers_out() -> None:
     # A wrapper is a torch.Tensor whose storage cannot be read: the storage
     # predicates crashed on every functorch kind before.

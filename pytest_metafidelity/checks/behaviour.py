@@ -69,6 +69,7 @@ from ..converters import clear_dispatch_cache
 from ..findings import StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
+from ..strategies.recipe import raised_by_recipe
 from ..strategies.tensor_facts import (creation_meta, inner_tensors, is_zero_tensor,
                                        plain_strided, storage_key, version_partition)
 from . import Conversion, Mismatch, check, step_time_limit
@@ -438,8 +439,10 @@ def rebuild(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], 
     propagates (an internal error of the check, never "no program")."""
     try:
         made = recipe.build()
-    except Exception:  # torch refused the recipe's code
-        return None
+    except Exception as e:
+        if not raised_by_recipe(e, recipe):
+            raise  # ours: an internal error of the check
+        return None  # torch refused the recipe's code
     copies, _ = _as_copies(made, originals, names)
     return copies
 
@@ -512,13 +515,17 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
         try:
             with mode:
                 return recipe.build(), mode
-        except Exception:
-            pass  # a recipe real tensors cannot be propagated through: a plain control
+        except Exception as e:
+            if not raised_by_recipe(e, recipe):
+                raise
+            # a recipe real tensors cannot be propagated through: a plain control
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         with mode:
             return recipe.build(), mode
-    except Exception:
+    except Exception as e:
+        if not raised_by_recipe(e, recipe):
+            raise
         # Some tensors are only made under a mode with a ShapeEnv (a nested
         # jagged tensor's ragged size is a nested int): a control with one.
         from torch.fx.experimental.symbolic_shapes import ShapeEnv
@@ -867,8 +874,10 @@ def _control_differs(recipe: Recipe | FunctionRecipe, names: tuple[str, ...], pr
         with quiet_fake_tensor_log():
             control, mode = _control(recipe, meta, bool(getattr(conv.converter, "carries_real",
                                                                  False)))
-    except Exception:  # torch refused the recipe's code under the mode (or on meta)
-        return None
+    except Exception as e:
+        if not raised_by_recipe(e, recipe):
+            raise  # ours (building the control): an internal error of the check
+        return None  # torch refused the recipe's code under the mode (or on meta)
     copies = rebuild(recipe, conv.real, recipe.outputs)
     if copies is None:
         return None
