@@ -143,6 +143,25 @@ def is_vmap_or_grad_wrapper(t: Any) -> bool:
         return False
 
 
+# The level MetaConverter reads for a GradTrackingTensor whose grad transform
+# has returned (its GRAD_TENSOR_SENTINEL_VALUE).
+ESCAPED_GRAD_LEVEL = -2
+
+
+def is_escaped_grad_wrapper(t: Any) -> bool:
+    """Whether ``t`` is a GradTrackingTensor whose level is gone (it escaped
+    its ``torch.func.grad``: kept past the function's return), which
+    MetaConverter converts to the fake of the tensor inside it, unwrapped."""
+    import torch
+
+    fns = getattr(torch._C, "_functorch", None)
+    try:
+        return (fns is not None and bool(fns.is_gradtrackingtensor(t))
+                and fns.maybe_get_level(t) == ESCAPED_GRAD_LEVEL)
+    except Exception:
+        return False
+
+
 def functorch_unwrapped(t: Any) -> Any:
     """The tensor inside a functorch wrapper, or None."""
     import torch

@@ -297,6 +297,51 @@ def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str
     return [_top_case(draw, b, t, "functorch_grad", ("wrapped", "nonleaf", "view"))]
 
 
+# -- functorch wrappers that escaped their transform ---------------------------
+
+ESCAPED_CASES = ("grad input", "grad intermediate", "vmap input", "vmap intermediate")
+
+PROGRAMS_NOT_RUN_ESCAPED = (
+    "not yet: an escaped wrapper's level is gone, and what ops on one do (functorch "
+    "refuses some, runs others on the wrapped tensor) has not been compared"
+)
+
+
+def _escaped_unavailable() -> str | None:
+    return _missing("torch.func.grad", "torch.func.vmap", "torch._C._functorch.maybe_get_level")
+
+
+@kind("functorch_escaped", "functorch wrapper that escaped its transform: a torch.func.grad or "
+      "vmap function's input or intermediate kept past its return (a GradTrackingTensor at the "
+      "dead level -2, leaf or non-leaf; a BatchedTensor of a level that ended)",
+      unavailable=_escaped_unavailable, programs=PROGRAMS_NOT_RUN_ESCAPED, cost_ms=3)
+def functorch_escaped_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    """What ``torch.compile`` is handed when a user keeps a tensor from inside
+    ``torch.func.grad``/``vmap`` (appended to a list, stored on a module) and
+    passes it on: MetaConverter has a case of its own for a GradTrackingTensor
+    whose level is gone."""
+    case = draw(st.sampled_from(ESCAPED_CASES))
+    event(f"functorch_escaped: {case}")
+    transform, which = case.split()
+    shape = tuple(draw(cfg.shapes))
+    if transform == "vmap" and not (shape and shape[0]):
+        # vmap maps over the first dimension, which must have elements
+        shape = (draw(st.integers(1, 3)), *shape[1:])
+        event("functorch_escaped: batch dimension of elements")
+    # grad needs a real floating scalar to differentiate
+    dtype = draw(cfg.dtypes.filter(lambda d: d.is_floating_point and grad_capable(d))) if (
+        transform == "grad") else None
+    t = draw_dense(draw, b, cfg, dtype=dtype, shape=shape, layouts=COMPUTE_LAYOUTS,
+                   allow_grad=False)
+    kept = b.let("[]", prefix="kept")
+    returned = "x.sum()" if transform == "grad" else "x"
+    call = f"torch.func.{transform}(lambda x: ({kept}.append({{}}), {returned})[1])({t})"
+    # (an intermediate torch has no kernel for, as x * 2 of a float8: the input instead)
+    if which == "input" or b.try_let(call.format("x * 2"), prefix="out") is None:
+        b.let(call.format("x"), prefix="out")
+    return [b.let(f"{kept}[0]", prefix="escaped")]
+
+
 # -- functional tensors of a torch.func.functionalize level --------------------
 
 FUNCTIONALIZE_MODULE = "import pytest_metafidelity.strategies.wrappers"

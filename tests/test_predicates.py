@@ -231,3 +231,43 @@ def test_every_behaviour_entry_reads_what_the_check_recorded(
     assert walked == []
     triage("fake", [], conv, {"oracle"})  # (the oracle's entries read no record)
     assert walked
+
+
+def _kept_from_grad(intermediate: bool, offset: int = 0) -> torch.Tensor:
+    kept: list[torch.Tensor] = []
+    x = torch.arange(4.0)[offset:]
+    torch.func.grad(lambda x: (kept.append(x * 2 if intermediate else x), x.sum())[1])(x)
+    return kept[0]
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic", "fake-real", "refake"])
+@pytest.mark.parametrize("intermediate", [False, True])
+def test_a_grad_wrapper_kept_past_its_transform_converts_unwrapped(
+        converter: str, intermediate: bool) -> None:
+    # Level -2: MetaConverter converts the tensor inside it, by design; the
+    # live-level entries (a non-leaf raising, the meta wrapper's keys, what is
+    # inside the wrapper) do not apply, and none is expected.
+    t = _kept_from_grad(intermediate, offset=1)
+    assert torch._C._functorch.maybe_get_level(t) == -2
+    outcome = check_faithful(t, converters=[converter]).outcomes[0]
+    assert outcome.status == "known-difference", outcome.describe()
+    ids = {entry_id for entry_id, _ in outcome.known}
+    assert "functorch-escaped-grad-unwrapped" in ids
+    # the rebuilt inner tensor starts at offset 0, as inside a live wrapper
+    assert ids <= {"functorch-escaped-grad-unwrapped", "functorch-inner-storage-offset",
+                   "functorch-inner-storage-nbytes", "real-copy-fails"}, ids
+    attributes = {m.attribute for entry_id, m in outcome.known
+                  if entry_id == "functorch-escaped-grad-unwrapped"}
+    assert {"is_functorch_wrapped_tensor", "is_gradtrackingtensor"} <= attributes
+    assert ("is_leaf" in attributes) is intermediate
+
+
+def test_a_live_grad_wrapper_is_not_taken_for_an_escaped_one() -> None:
+    from pytest_metafidelity.strategies.tensor_facts import is_escaped_grad_wrapper
+
+    seen: list[bool] = []
+    torch.func.grad(lambda x: (seen.append(is_escaped_grad_wrapper(x)), x.sum())[1])(
+        torch.ones(2))
+    assert seen == [False]
+    assert is_escaped_grad_wrapper(_kept_from_grad(False))
+    assert not is_escaped_grad_wrapper(torch.ones(2))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import torch
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, event, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from torch.utils._pytree import tree_flatten, tree_map_only, tree_unflatten
@@ -33,7 +33,7 @@ fc = torch._C._functorch
 AUTOGRAD_KINDS = ["autograd_leaf", "autograd_nonleaf", "autograd_view", "grad_attached", "grad_alias",
                   "parameter", "inference"]
 WRAPPER_KINDS = ["functional", "functional_view", "functional_tensor_mode", "functorch_batched",
-                 "functorch_grad", "functorch_functional"]
+                 "functorch_grad", "functorch_functional", "functorch_escaped"]
 SUBCLASS_KINDS = ["two_tensor", "two_tensor_nested", "subclass_view", "subclass_ctx", "nested_jagged",
                   "subclass_family"]
 MY_KINDS = AUTOGRAD_KINDS + WRAPPER_KINDS + SUBCLASS_KINDS
@@ -289,6 +289,23 @@ def test_functorch_grad(recipe: Any) -> None:
         assert fc.maybe_get_level(t) == fc.current_level()
         assert [lvl for _, lvl in _levels_below(t)] == list(range(len(r.contexts), 0, -1))
     built(recipe, check)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(recipes(kinds=["functorch_escaped"]))
+def test_functorch_escaped(recipe: Any) -> None:
+    # A wrapper kept past its transform's return: no context is live, and a
+    # grad wrapper's level is the dead -2; a vmap wrapper keeps its ended level.
+    assert recipe.contexts == ()
+    (t,) = recipe.build()
+    assert fc.is_gradtrackingtensor(t) or fc.is_batchedtensor(t)
+    if fc.is_gradtrackingtensor(t):
+        assert fc.maybe_get_level(t) == -2 and t.requires_grad
+        assert "torch.func.grad(" in recipe.body()
+    else:
+        assert fc.maybe_get_level(t) >= 1 and "torch.func.vmap(" in recipe.body()
+    event("escaped: " + ("grad" if fc.is_gradtrackingtensor(t) else "vmap")
+          + (" leaf" if t.is_leaf else " non-leaf"))
 
 
 @few

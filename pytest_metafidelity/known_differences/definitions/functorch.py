@@ -11,7 +11,7 @@ from typing import Any
 
 from ...converters import where
 from ..converter_model import reach
-from ..core import Case, KnownDifference, UNFILED
+from ..core import BY_DESIGN, Case, KnownDifference, UNFILED
 from ..facts import family_wide, needs, plain_strided
 from ...symbolic import has_symbolic, is_symbolic
 
@@ -22,8 +22,14 @@ def _inside_vmap_or_grad(case: Case) -> bool:
     """Some tensor of the family is a vmap or grad wrapper, whose inside
     ``_to_fake_tensor`` rebuilds (a functional tensor of a ``functionalize``
     level is converted through ``meta_tensor``: none of these entries)."""
-    from ...strategies.tensor_facts import is_vmap_or_grad_wrapper
+    from ...strategies.tensor_facts import is_escaped_grad_wrapper, is_vmap_or_grad_wrapper
 
+    if ".unwrapped" in case.path:
+        # An escaped grad wrapper converts to the rebuilt tensor inside it, unwrapped
+        # (functorch-escaped-grad-unwrapped): no converted tensor is inside it.
+        wrapper = case.conversion.tensor_at(case.path.split(".unwrapped")[0])
+        if wrapper is not None and is_escaped_grad_wrapper(wrapper):
+            return False
     return any(is_vmap_or_grad_wrapper(t) for t in case.family)
 
 
@@ -221,7 +227,7 @@ def any_grad_tracking_non_leaf(case: Case) -> bool:
     converts (the tensors, their bases and grads)."""
     import torch
 
-    from ...strategies.tensor_facts import is_view
+    from ...strategies.tensor_facts import is_escaped_grad_wrapper, is_view
     from ...strategies.torch_errors import safe
 
     fns = getattr(torch._C, "_functorch", None)
@@ -229,7 +235,7 @@ def any_grad_tracking_non_leaf(case: Case) -> bool:
         return False
     return any(
         safe(lambda: bool(fns.is_gradtrackingtensor(t)), False) and t.requires_grad
-        and not t.is_leaf and not is_view(t)
+        and not t.is_leaf and not is_view(t) and not is_escaped_grad_wrapper(t)
         for t in case.family
     )
 
@@ -276,10 +282,10 @@ def functorch_wrapper_of_a_device_backend(case: Case) -> bool:
     Meta (CPU, ...): the meta converter's wrapper of a meta tensor names
     none."""
     from ...checks._dispatch_keys import compared_keys
-    from ...strategies.tensor_facts import is_vmap_or_grad_wrapper
+    from ...strategies.tensor_facts import is_escaped_grad_wrapper, is_vmap_or_grad_wrapper
 
     t = case.tensor
-    if t is None or not is_vmap_or_grad_wrapper(t):
+    if t is None or not is_vmap_or_grad_wrapper(t) or is_escaped_grad_wrapper(t):
         return False
     try:
         dense = compared_keys(t).get("Dense")
@@ -450,5 +456,47 @@ ENTRIES.append(KnownDifference(
         "        raise AssertionError('assert_metadata_eq passed')\n"
         "finally:\n"
         "    _func_decrement_nesting()\n"
+    ),
+))
+
+
+@needs("functorch")
+def escaped_grad_wrapper(case: Case) -> bool:
+    """The tensor is a GradTrackingTensor whose grad transform has returned
+    (level -2): MetaConverter converts the tensor inside it instead."""
+    from ...strategies.tensor_facts import is_escaped_grad_wrapper
+
+    return case.tensor is not None and is_escaped_grad_wrapper(case.tensor)
+
+
+ENTRIES.append(KnownDifference(
+    id="functorch-escaped-grad-unwrapped",
+    check=("wrappers", "metadata", "oracle", "autograd"),
+    # (the wrapper of a meta tensor has no backend keys and AutogradOther:
+    # functorch-wrapper-meta-backend-keys; its plain fake has Meta's)
+    attribute=r"is_functorch_wrapped_tensor|is_gradtrackingtensor|is_leaf|"
+              r"non-leaf stays non-leaf|"
+              r"(<backend>|Autograd<backend>|AutogradOther) in torch\._C\._dispatch_keys\(t\)",
+    applies=escaped_grad_wrapper,
+    converters=where(functional=False),
+    reason=(
+        "a GradTrackingTensor kept past the return of its torch.func.grad has the level -2 "
+        "(its interpreter is gone); MetaConverter converts it to the fake of the tensor "
+        "inside it, a plain tensor that is not functorch-wrapped (with a plain tensor's "
+        "dispatch keys), and does not keep whether it was a leaf (its closing "
+        "assert_metadata_eq skips is_leaf for it)"
+    ),
+    link=BY_DESIGN,
+    related=("https://github.com/pytorch/pytorch/pull/122728",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "kept = []\n"
+        "torch.func.grad(lambda x: (kept.append(x * 2), x.sum())[1])(torch.randn(3))\n"
+        "t = kept[0]\n"
+        "assert torch._C._functorch.is_gradtrackingtensor(t)\n"
+        "assert torch._C._functorch.maybe_get_level(t) == -2 and not t.is_leaf\n"
+        "f = FakeTensorMode().from_tensor(t)\n"
+        "assert not torch._C._functorch.is_functorch_wrapped_tensor(f) and f.is_leaf\n"
     ),
 ))
