@@ -282,3 +282,43 @@ _register_compressed("sparse_csr", "sparse CSR: batch dims, dense dims, int32/in
 _register_compressed("sparse_csc", "sparse CSC: batch dims, dense dims, int32/int64 indices, grad", 5)
 _register_compressed("sparse_bsr", "sparse BSR: block sizes, batch dims, dense dims, index dtypes, grad", 6)
 _register_compressed("sparse_bsc", "sparse BSC: block sizes, batch dims, dense dims, index dtypes, grad", 5)
+
+
+COMPONENT_LAYOUTS = ("sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc")
+
+PROGRAMS_NOT_RUN_VALUES_VIEW = (
+    "no converted tensor to run a program on: every converter refuses a view of a sparse COO "
+    "tensor (UnsupportedFakeTensorException, by design) and raises on a view of a compressed "
+    "one (compressed-values-view-unconvertible)"
+)
+
+
+def _values_view_unavailable() -> str | None:
+    return _layout_unavailable("sparse_csr", "sparse_csr_tensor")()
+
+
+@kind(
+    "sparse_values_view",
+    "values() of a sparse COO or compressed tensor (a dense view whose base is sparse), or a "
+    "slice of it: what a function is handed that takes a sparse tensor's values",
+    unavailable=_values_view_unavailable, programs=PROGRAMS_NOT_RUN_VALUES_VIEW, cost_ms=4,
+)
+def sparse_values_view_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    layout = draw(st.sampled_from(COMPONENT_LAYOUTS))
+    event(f"sparse_values_view: of {layout}")
+    if layout == "sparse_coo":
+        s = draw_sparse_coo(draw, b, cfg)
+        # (values() of an uncoalesced tensor raises: of its coalesced copy then,
+        # or, where coalesce() has no kernel (the meta device), of the tensor marked
+        # coalesced)
+        v = (b.try_let(f"{s}.values()", prefix="values")
+             or b.try_let(f"{s}.coalesce().values()", prefix="values"))
+        if v is None:
+            b.stmt(f"with torch.no_grad():\n    {s}._coalesced_(True)")
+            v = b.let(f"{s}.values()", prefix="values")
+    else:
+        v = b.let(f"{draw_sparse_compressed(draw, b, cfg, layout)}.values()", prefix="values")
+    if b[v].dim() and b[v].shape[0] > 1 and draw(st.booleans()):
+        event("sparse_values_view: a slice of the values")
+        v = b.let(f"{v}[1:]", prefix="values")
+    return [v]

@@ -271,3 +271,25 @@ def test_a_live_grad_wrapper_is_not_taken_for_an_escaped_one() -> None:
     assert seen == [False]
     assert is_escaped_grad_wrapper(_kept_from_grad(False))
     assert not is_escaped_grad_wrapper(torch.ones(2))
+
+
+@pytest.mark.parametrize("layout", ["sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_a_view_of_a_compressed_tensor_is_not_refused_and_its_conversion_raises(
+        layout: str, requires_grad: bool) -> None:
+    # A view of a COO tensor is refused (unsupported); a view of a compressed
+    # one is not, and its conversion raises: the entry explains that, on
+    # every converter, and not a COO view's refusal.
+    blocks = {"sparse_bsr": (1, 1), "sparse_bsc": (1, 1)}.get(layout)
+    s = torch.eye(2).to_sparse(layout=getattr(torch, layout), blocksize=blocks)
+    s.requires_grad_(requires_grad)
+    for outcome in check_faithful(s.values()).outcomes:
+        if outcome.converter == "functional" and requires_grad:
+            # (not attempted: the process would abort, functional-sparse-compressed-grad-abort)
+            assert outcome.known[0][0] == "functional-sparse-compressed-grad-abort"
+            continue
+        assert outcome.status == "known-difference", outcome.describe()
+        assert {entry_id for entry_id, _ in outcome.known} == {
+            "compressed-values-view-unconvertible"}, outcome.describe()
+    coo = torch.eye(2).to_sparse()
+    assert {o.status for o in check_faithful(coo.values()).outcomes} == {"unsupported"}

@@ -32,6 +32,7 @@ from pytest_metafidelity.strategies import all_kinds, available_kinds, recipes
 SINGLE_KINDS = (
     "conj_neg", "dtype_view",
     "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "scalar",
+    "sparse_values_view",
 )
 FAMILY_KINDS = ("set_alias", "view_family")
 KINDS = SINGLE_KINDS + FAMILY_KINDS
@@ -227,6 +228,24 @@ def test_sparse_coo_reaches_uncoalesced_hybrid_and_non_leaf():
     ):
         find(strategy, lambda r, c=condition: c(only(r)),
              settings=settings(max_examples=500, database=None))
+
+
+@given(recipes(kinds=["sparse_values_view"]))
+def test_sparse_values_view_is_a_dense_view_of_a_sparse_tensor(recipe):
+    t = only(recipe)
+    assert t.layout == torch.strided and t._is_view()
+    assert t._base.layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc,
+                              torch.sparse_bsr, torch.sparse_bsc)
+    assert ".values()" in recipe.body()
+
+
+def test_sparse_values_view_reaches_every_layout_and_a_slice():
+    strategy = recipes(kinds=["sparse_values_view"])
+    for layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr,
+                   torch.sparse_bsc):
+        find(strategy, lambda r, layout=layout: only(r)._base.layout == layout,
+             settings=settings(max_examples=500, database=None))
+    find(strategy, lambda r: "[1:]" in r.body(), settings=settings(max_examples=500, database=None))
 
 
 # -- families ---------------------------------------------------------------

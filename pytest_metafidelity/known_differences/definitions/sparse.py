@@ -156,3 +156,58 @@ ENTRIES.append(KnownDifference(
         "    raise AssertionError('no error')\n"
     ),
 ))
+
+
+@family_wide
+@needs("sparse")
+def view_of_a_compressed_tensor(case: Case) -> bool:
+    """Some tensor converted is a view whose base has a compressed sparse
+    layout (its ``values()``, or a view of them)."""
+    from ...strategies.tensor_facts import COMPRESSED_LAYOUTS, base_of, is_view
+
+    for t in case.family:
+        base = base_of(t) if is_view(t) else None
+        if base is not None and layout_name(base) in COMPRESSED_LAYOUTS:
+            return True
+    return False
+
+
+ENTRIES.append(KnownDifference(
+    id="compressed-values-view-unconvertible",
+    check="conversion",
+    attribute=r"raised",
+    applies=view_of_a_compressed_tensor,
+    reason=(
+        "MetaConverter refuses views of sparse tensors ('Views out of sparse tensors not "
+        "currently supported': NotImplemented, so FakeTensorMode raises "
+        "UnsupportedFakeTensorException), but it tests t._base.is_sparse, which is False for "
+        "the compressed layouts: a view of a CSR/CSC/BSR/BSC tensor (its values(), or a "
+        "slice of them) is rebuilt from its base with as_strided, which has no kernel for a "
+        "sparse compressed tensor, and the conversion raises NotImplementedError (under a "
+        "ShapeEnv, UnsupportedOperatorException) instead of being refused; where the base "
+        "requires grad, view_from_base reads the base's strides first: 'Sparse CSR tensors "
+        "do not have strides'"
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/120588",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode, UnsupportedFakeTensorException\n"
+        "def error(t):\n"
+        "    try:\n"
+        "        FakeTensorMode().from_tensor(t)\n"
+        "    except Exception as e:\n"
+        "        return e\n"
+        "coo, csr = torch.eye(2).to_sparse(), torch.eye(2).to_sparse_csr()\n"
+        "assert isinstance(error(coo.values()), UnsupportedFakeTensorException)  # refused\n"
+        "e = error(csr.values())\n"
+        "assert type(e) is NotImplementedError and 'aten.as_strided' in str(e), e\n"
+        "csr.requires_grad_()\n"
+        "e = error(csr.values())\n"
+        "assert str(e) == 'Sparse CSR tensors do not have strides', e\n"
+    ),
+    raises=(r"^(NotImplementedError: could not find kernel for aten\.as_strided\.default at "
+            r"dispatch key DispatchKey\.Sparse(Csr)?\w+|"
+            r"UnsupportedOperatorException: aten\.as_strided\.default|"
+            r"RuntimeError: Sparse (CSR|CSC|BSR|BSC) tensors do not have strides)$"),
+))
