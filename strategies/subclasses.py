@@ -467,13 +467,15 @@ def _njt_unavailable() -> str | None:
 
 
 @kind("nested_jagged", "nested jagged tensors (NJT): from values+offsets, with lengths, from a list, "
-      "transposed, requiring grad",
+      "transposed, requiring grad; and the values() of an NJT that is not a view (a dense view "
+      "of a subclass)",
       unavailable=_njt_unavailable, cost_ms=18)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     # Requiring grad is a choice of its own, drawn first (half the examples,
     # not one case in five, shrinking to False); any construction may.
     requires_grad = draw(st.booleans())
-    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed"]))
+    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed",
+                                 "values_of_a_copy"]))
     event(f"nested_jagged: {case}" + (", requiring grad" if requires_grad else ""))
     dtype = draw(cfg.dtypes.filter(grad_capable) if requires_grad else cfg.dtypes)
     device = draw(cfg.devices)
@@ -508,6 +510,13 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
         # Ragged dimension moves off dim 1.
         t = b.try_let(f"{made}.transpose(1, 2)")
         made = t or made
+    if case == "values_of_a_copy":
+        # An NJT made by an op is no view of its values; its values() is a dense
+        # view whose base is the NJT, which MetaConverter replays through the
+        # view function.
+        copy = b.try_let(f"{made}.clone()")  # (torch has no copy for some dtypes)
+        assume(copy is not None)
+        made = b.let(f"{copy}.values()")
     return [made]  # type: ignore[list-item]
 
 

@@ -852,3 +852,23 @@ def test_a_programs_own_as_strided_of_interleaved_strides_is_an_operator_differe
                              program="p0 = t0.as_strided((3,), (2,), 0)\np0.sum().backward()"
                              ).outcomes[0]
     assert known_ids(outcome) == ["op:real-propagation-counts-as-strided-grad-twice"]
+
+
+def test_a_second_backward_through_a_jagged_tensors_values_is_an_operator_difference() -> None:
+    # Eager and the control refuse it in other words ('aten::stride does not
+    # exist' / NestedIntNode has no 'expr'): found by a seeded suite run.
+    lines = ("t0 = torch.nested.nested_tensor([torch.zeros(2)], layout=torch.jagged, "
+             "requires_grad=True)",)
+    program = "t0.values().sum().abs().backward()\nt0.values().sum().abs().backward()"
+    assert known_ids(behaviour(lines, program, "fake-dynamic")) == [
+        "op:nested-second-backward-error"]
+
+
+@pytest.mark.parametrize("converter", ["refake", "refake-fresh"])
+def test_converting_a_fake_dense_view_of_a_jagged_tensor_again_raises(converter: str) -> None:
+    (v,) = built(f"n = {NJT}.clone()", "t0 = n.values()")
+    assert v._is_view() and v._base.is_nested
+    outcome = check_faithful(v, converters=[converter]).outcomes[0]
+    assert known_ids(outcome) == ["refake-dense-view-of-subclass"]
+    # converted once, it is faithful
+    assert check_faithful(v, converters=["fake-dynamic"]).outcomes[0].status == PASSED

@@ -397,8 +397,18 @@ def test_subclass_ctx(recipe: Any) -> None:
 def test_nested_jagged(recipe: Any) -> None:
     def check(ts: Any, r: Any) -> None:
         (t,) = ts
-        assert t.is_nested and t.layout == torch.jagged
+        if ".values()" in r.body():  # the values of an NJT made by clone(): a dense view of it
+            assert not t.is_nested and t._is_view()
+            assert t._base.is_nested and t._base.layout == torch.jagged
+            assert not t._base._is_view()
+        else:
+            assert t.is_nested and t.layout == torch.jagged
     built(recipe, check)
+
+
+def test_nested_jagged_reaches_the_values_of_an_njt_that_is_no_view() -> None:
+    find(recipes(kinds=["nested_jagged"]), lambda r: ".values()" in r.body(),
+         settings=settings(max_examples=300, database=None))
 
 
 @few

@@ -1956,6 +1956,40 @@ ENTRIES: list[KnownDifference] = [
             "        raise AssertionError('fake backward ran')\n"
         ),
     ),
+    operator_difference(
+        id="nested-second-backward-error",
+        statement=r"\.backward\(",
+        attribute="raised",
+        applies=_refused_in_other_words("RuntimeError: operator aten::stride does not exist",
+                                        "AttributeError: 'NestedIntNode' object has no "
+                                        "attribute 'expr'"),
+        converters=where(symbolic=True),
+        reason=(
+            "a second backward through the same graph from a nested jagged tensor's "
+            "values() (its buffers freed by the first): eager raises 'operator aten::stride "
+            "does not exist' (not autograd's 'Trying to backward through the graph a second "
+            "time'), and with symbolic sizes the fake fails on the way to it, evaluating a "
+            "nested int: \"AttributeError: 'NestedIntNode' object has no attribute 'expr'\""
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+            "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+            "def program():\n"
+            "    t = torch.nested.nested_tensor([torch.zeros(2)], layout=torch.jagged, "
+            "requires_grad=True)\n"
+            "    t.values().sum().abs().backward()\n"
+            "    try:\n"
+            "        t.values().sum().abs().backward()\n"
+            "    except Exception as e:\n"
+            "        return f'{type(e).__name__}: {e}'\n"
+            "assert program() == 'RuntimeError: operator aten::stride does not exist'\n"
+            "with FakeTensorMode(shape_env=ShapeEnv()):\n"
+            "    error = program()\n"
+            "assert error == \"AttributeError: 'NestedIntNode' object has no attribute 'expr'\", error\n"
+        ),
+    ),
 ]
 
 

@@ -200,3 +200,58 @@ ENTRIES.append(KnownDifference(
     ),
     raises=r"^RuntimeError: Expected cond to be True",
 ))
+
+
+@family_wide
+@needs("subclass")
+def dense_view_of_a_subclass(case: Case) -> bool:
+    """Some tensor converted is a plain (not subclass) view whose base is a
+    traceable wrapper subclass: its fake is replayed from the base's fake
+    through the view function, and is a FakeTensor whose own view function
+    is FakeTensor's."""
+    from torch.utils._python_dispatch import is_traceable_wrapper_subclass
+
+    from ...strategies.tensor_facts import base_of, is_view
+
+    return any(
+        is_view(t) and not is_traceable_wrapper_subclass(t)
+        and is_traceable_wrapper_subclass(base_of(t))
+        for t in case.family
+    )
+
+
+ENTRIES.append(KnownDifference(
+    id="refake-dense-view-of-subclass",
+    check="conversion",
+    attribute=r"raised",
+    applies=dense_view_of_a_subclass,
+    converters=where(refakes=True),
+    reason=(
+        "converting a fake again, when it is a plain view of a traceable wrapper subclass "
+        "(the values() of a nested jagged tensor that is not itself a view): MetaConverter "
+        "replays it through its view function, and for a FakeTensor that is "
+        "_FakeTensorViewFunc, whose apply passes MetaConverter's description of the tensor "
+        "(a MetaTensorDesc), not the tensor, as self to FakeTensor._view_func_unsafe: "
+        "\"TypeError: descriptor '_view_func_unsafe' for 'torch._C.TensorBase' objects "
+        "doesn't apply to a 'MetaTensorDesc' object\""
+    ),
+    link=UNFILED,
+    related=("https://github.com/pytorch/pytorch/pull/141926",),
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv\n"
+        "nt = torch.nested.nested_tensor_from_jagged(torch.randn(6, 3), torch.tensor([0, 2, 6]))\n"
+        "v = nt.clone().values()  # a dense view whose base is the nested tensor\n"
+        "env = ShapeEnv()\n"
+        "fake = FakeTensorMode(shape_env=env).from_tensor(v)\n"
+        "try:\n"
+        "    FakeTensorMode(shape_env=env).from_tensor(fake)\n"
+        "except TypeError as e:\n"
+        "    assert \"'_view_func_unsafe'\" in str(e) and \"'MetaTensorDesc'\" in str(e), e\n"
+        "else:\n"
+        "    raise AssertionError('converted again')\n"
+    ),
+    raises=(r"^TypeError: descriptor '_view_func_unsafe' for 'torch\._C\.TensorBase' objects "
+            r"doesn't apply to a 'MetaTensorDesc' object$"),
+))
