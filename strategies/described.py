@@ -321,6 +321,10 @@ class _Describer:
     def _view(self, name: str, t: "torch.Tensor", path: str) -> None:
         base = self.tensor(t._base, f"{path}._base")
         source = _reinterpreted(base, t._base, t.dtype)
+        if layout_name(t._base).startswith("sparse"):
+            # A dense view of a sparse tensor is of its values (as_strided of the
+            # sparse tensor has no kernel); as_strided of them is a view of it too.
+            source = f"{base}.values()"
         if (t.requires_grad and not t.is_leaf and not t._base.requires_grad
                 and type(t) is _torch().Tensor):
             # requires_grad_() was called on a view (a leaf) of a base that

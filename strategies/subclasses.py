@@ -467,15 +467,13 @@ def _njt_unavailable() -> str | None:
 
 
 @kind("nested_jagged", "nested jagged tensors (NJT): from values+offsets, with lengths, from a list, "
-      "transposed, requiring grad; and the values() of an NJT that is not a view (a dense view "
-      "of a subclass)",
+      "transposed, requiring grad",
       unavailable=_njt_unavailable, cost_ms=18)
 def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     # Requiring grad is a choice of its own, drawn first (half the examples,
     # not one case in five, shrinking to False); any construction may.
     requires_grad = draw(st.booleans())
-    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed",
-                                 "values_of_a_copy"]))
+    case = draw(st.sampled_from(["offsets", "lengths", "from_list", "transposed"]))
     event(f"nested_jagged: {case}" + (", requiring grad" if requires_grad else ""))
     dtype = draw(cfg.dtypes.filter(grad_capable) if requires_grad else cfg.dtypes)
     device = draw(cfg.devices)
@@ -510,14 +508,26 @@ def nested_jagged_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str
         # Ragged dimension moves off dim 1.
         t = b.try_let(f"{made}.transpose(1, 2)")
         made = t or made
-    if case == "values_of_a_copy":
-        # An NJT made by an op is no view of its values; its values() is a dense
-        # view whose base is the NJT, which MetaConverter replays through the
-        # view function.
-        copy = b.try_let(f"{made}.clone()")  # (torch has no copy for some dtypes)
-        assume(copy is not None)
-        made = b.let(f"{copy}.values()")
     return [made]  # type: ignore[list-item]
+
+
+@kind("subclass_dense_view", "a plain view of a traceable wrapper subclass: the values() of a "
+      "nested jagged tensor that is not itself a view (made by an op: clone()), or a slice of "
+      "them", unavailable=_njt_unavailable, cost_ms=18)
+def subclass_dense_view_kind(draw: Draw, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
+    """MetaConverter replays such a view from its base's fake through the
+    view function (a view of a dense base replays as as_strided; a
+    nested_tensor_from_jagged NJT is itself a view of its values)."""
+    (njt,) = nested_jagged_kind(draw, b, cfg)
+    copy = b.try_let(f"{njt}.clone()")  # (torch has no copy kernel for some dtypes)
+    assume(copy is not None)
+    # (values() of a complex NJT requiring grad: no autograd formula)
+    values = b.try_let(f"{copy}.values()", prefix="values")
+    assume(values is not None)
+    if b[values].dim() and b[values].shape[0] > 1 and draw(st.booleans()):
+        event("subclass_dense_view: a slice of the values")
+        values = b.let(f"{values}[1:]", prefix="values")
+    return [values]
 
 
 @kind("subclass_family", "subclass instances whose inner tensors alias: shared inner tensor, inner "

@@ -34,7 +34,7 @@ REBUILT_FAITHFULLY = {
     "parameter", "scalar",
     "set_alias", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
     "two_tensor", "two_tensor_nested", "user_subclass", "view", "view_family", "zero_tensor",
-    "foreign_memory",
+    "foreign_memory", "sparse_values_view",
 }
 
 

@@ -271,14 +271,19 @@ def _zero_element_outputs_not_views(records: tuple) -> bool:
     """Some output of a step with no elements is not a view (a NOT_A_VIEW
     difference), and every storage_offset() difference recorded is that of
     such an output made on a storage of its own: 0 on the fake side, where
-    its storage identity differs too."""
+    its storage identity differs too; and every requires_grad difference is
+    such an output's, made under no_grad (so not requiring grad) where
+    eager's view of a tensor requiring grad does."""
     from .operators import NOT_A_VIEW
 
     zero = [d for d in records if d.numel == 0]
     own_storage = {d.path for d in zero if d.attribute == "storage identity"}
     return (any(re.fullmatch(NOT_A_VIEW, d.attribute) for d in zero)
             and all(d.numel == 0 and d.fake == "0" and d.path in own_storage
-                    for d in records if d.attribute == "storage_offset()"))
+                    for d in records if d.attribute == "storage_offset()")
+            and all(d.numel == 0 and d.path in own_storage and d.real == "True"
+                    and d.fake == "False" and "torch.no_grad()" in d.source
+                    for d in records if d.attribute == "requires_grad"))
 
 
 def _zero_element_view_entry() -> KnownDifference:
@@ -287,7 +292,7 @@ def _zero_element_view_entry() -> KnownDifference:
     return KnownDifference(
         id="behaviour-zero-element-view-dispatch-cache",
         check="behaviour",
-        attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}",
+        attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}|requires_grad",
         applies=reads_record("behaviour_differences")(family_wide(
             lambda case: _zero_element_outputs_not_views(
                 tuple(getattr(case.conversion, "behaviour_differences", ()))))),
@@ -295,7 +300,9 @@ def _zero_element_view_entry() -> KnownDifference:
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a converted tensor with no elements "
             "may return a tensor that is not a view of it (another storage, at storage offset "
-            "0), depending on earlier cache hits; the control, made with another cache "
+            "0; made under no_grad, not requiring grad where eager's view of a tensor "
+            "requiring grad does), depending on earlier cache hits; the control, made with "
+            "another cache "
             "history, may not show it "
             "(the operator difference op:zero-element-view-dispatch-cache)"
         ),

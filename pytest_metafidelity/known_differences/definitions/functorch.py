@@ -484,10 +484,9 @@ ENTRIES.append(KnownDifference(
         "(its interpreter is gone); MetaConverter converts it to the fake of the tensor "
         "inside it, a plain tensor that is not functorch-wrapped (with a plain tensor's "
         "dispatch keys), and does not keep whether it was a leaf (its closing "
-        "assert_metadata_eq skips is_leaf for it)"
+        "assert_metadata_eq skips is_leaf for it, since pytorch/pytorch pull request 122728)"
     ),
     link=BY_DESIGN,
-    related=("https://github.com/pytorch/pytorch/pull/122728",),
     reproducer=(
         "import torch\n"
         "from torch._subclasses.fake_tensor import FakeTensorMode\n"
