@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -517,6 +518,13 @@ def test_registry_entries_are_well_formed() -> None:
         for name in e.converters or ():
             assert name in CONVERTERS, (e.id, name)
         assert e.describe().startswith(e.id)
+        # An operator difference, and only one, has a condition on the control,
+        # and explains the behaviour check's finding that names it.
+        operator = e.id.startswith("op:")
+        assert (e.on_control is not None) is operator, e.id
+        if operator:
+            assert e.checks == ("behaviour",), e.id
+            assert re.fullmatch(e.attribute, f"op-difference {e.operator_name}"), e.id
 
 
 class _CaseWithoutTensor:
