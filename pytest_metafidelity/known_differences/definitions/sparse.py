@@ -178,15 +178,15 @@ ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=view_of_a_compressed_tensor,
     reason=(
+        "converting a view of a sparse compressed tensor (a CSR/CSC/BSR/BSC tensor's "
+        "values(), or a slice of them) raises, where a view of a sparse COO tensor is refused: "
         "MetaConverter refuses views of sparse tensors ('Views out of sparse tensors not "
         "currently supported': NotImplemented, so FakeTensorMode raises "
-        "UnsupportedFakeTensorException), but it tests t._base.is_sparse, which is False for "
-        "the compressed layouts: a view of a CSR/CSC/BSR/BSC tensor (its values(), or a "
-        "slice of them) is rebuilt from its base with as_strided, which has no kernel for a "
-        "sparse compressed tensor, and the conversion raises NotImplementedError (under a "
-        "ShapeEnv, UnsupportedOperatorException) instead of being refused; where the base "
-        "requires grad, view_from_base reads the base's strides first: 'Sparse CSR tensors "
-        "do not have strides'"
+        "UnsupportedFakeTensorException) by testing t._base.is_sparse, which is False for the "
+        "compressed layouts; the view is then rebuilt from its base with as_strided, which "
+        "has no kernel for a sparse compressed tensor: NotImplementedError (under a ShapeEnv, "
+        "UnsupportedOperatorException); where the base requires grad, view_from_base reads "
+        "the base's strides first: 'Sparse CSR tensors do not have strides'"
     ),
     link=UNFILED,
     related=("https://github.com/pytorch/pytorch/pull/120588",),
