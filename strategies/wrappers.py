@@ -1,16 +1,20 @@
 """Wrapper tensors of functionalization and functorch: C++ functional tensors
 (``torch._to_functional_tensor``), ``FunctionalTensor`` under
 ``FunctionalTensorMode``, functorch ``BatchedTensor`` (nested levels too) and
-``GradTrackingTensor``, and functional tensors of a live
-``torch.func.functionalize`` level.
+``GradTrackingTensor`` (inside their level, or kept past it), and functional
+tensors of a live ``torch.func.functionalize`` level.
 
-Functorch wrappers only exist inside a live level, so those kinds make the
+Functorch wrappers are made inside a live level, so those kinds make the
 whole recipe run inside ``vmap_increment_nesting``/``grad_increment_nesting``
 (``needs_context=True``).  Inside a level, factory functions already return
 wrapped tensors; the plain tensor to wrap is therefore built in a
 ``with torch._C._DisableFuncTorch():`` block and then wrapped explicitly, level
 by level, with ``_add_batch_dim``/``_wrap_for_grad``.  Levels are numbered from
 ``torch._C._functorch.current_level()``, the innermost one.
+
+A wrapper can outlive its level: a ``torch.func.grad`` or ``vmap``
+function's input or intermediate kept past its return
+(``functorch_escaped``, no context needed).
 """
 
 from __future__ import annotations
