@@ -24,7 +24,7 @@ def _inside_vmap_or_grad(case: Case) -> bool:
     level is converted through ``meta_tensor``: none of these entries)."""
     from ...strategies.tensor_facts import is_escaped_grad_wrapper, is_vmap_or_grad_wrapper
 
-    if ".unwrapped" in case.path:
+    if ".unwrapped" in case.path and case.conversion is not None:
         # An escaped grad wrapper converts to the rebuilt tensor inside it, unwrapped
         # (functorch-escaped-grad-unwrapped): no converted tensor is inside it.
         wrapper = case.conversion.tensor_at(case.path.split(".unwrapped")[0])
