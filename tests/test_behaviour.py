@@ -641,10 +641,20 @@ def test_a_storage_offset_of_a_view_that_stays_a_view_is_not_the_cache_differenc
     offset = Mismatch("behaviour", "p1", "storage_offset()", 1, 0)
     moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
                      "shared with nothing")
-    assert entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset, moved])
-    assert not entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset])
+    assert entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset, moved], (0,))
+    assert not entry.explains_on_control("p1 = t1.reshape((0,))", offset, [offset], (0,))
     inward = Mismatch("behaviour", "p1", "storage_offset()", 0, 1)
-    assert not entry.explains_on_control("p1 = t1.reshape((0,))", inward, [inward, moved])
+    assert not entry.explains_on_control("p1 = t1.reshape((0,))", inward, [inward, moved], (0,))
+
+
+def test_the_dispatch_cache_difference_is_only_that_of_outputs_with_no_elements() -> None:
+    entry = kd.by_id("op:zero-element-view-dispatch-cache")
+    moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
+                     "shared with nothing")
+    assert entry.explains_on_control("p1 = t1.reshape((2, 0))", moved, [moved], (2, 0))
+    assert not entry.explains_on_control("p1 = t1.reshape((2, 3))", moved, [moved], (2, 3))
+    # no real tensor at the path to read a shape from
+    assert not entry.explains_on_control("p1 = t1.reshape((2, 0))", moved, [moved], None)
 
 
 @pytest.mark.parametrize("converter", ["meta", "fake", "refake-fresh"])
@@ -704,8 +714,10 @@ def test_only_entries_the_errors_decide_are_judged_without_a_control() -> None:
     step = Program.parse("p1 = t1.reshape((0,))", ["t1"]).steps[0]
     moved = Mismatch("behaviour", "p1", "storage identity", "shared with ['t1']",
                      "shared with nothing")
-    assert kd.operator_differences("fake", step.source, [moved]) is not None
-    assert kd.operator_differences("fake", step.source, [moved], without_control=True) is None
+    shapes = {"p1": (0,)}
+    assert kd.operator_differences("fake", step.source, [moved], real_shapes=shapes) is not None
+    assert kd.operator_differences("fake", step.source, [moved], without_control=True,
+                                   real_shapes=shapes) is None
 
 
 @pytest.mark.parametrize("converter", ["meta", "fake", "refake"])

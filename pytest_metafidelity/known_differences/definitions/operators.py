@@ -312,6 +312,9 @@ ENTRIES: list[KnownDifference] = [
         statement=r"\.(view|reshape|view_as|expand|transpose|t|unsqueeze|detach)\(|\[",
         attribute=f"{NOT_A_VIEW}|{NOT_A_VIEW_OFFSET}",
         applies=made_on_own_storage,
+        # (the output has no elements: a view op's copy of a tensor with
+        # elements is another cause, op:reshape-of-unbacked-size-copies)
+        applies_to_shape=lambda m, shape: shape is not None and 0 in shape,
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
