@@ -919,16 +919,18 @@ def why_not_plain(tensors: Sequence[Any]) -> str | None:
 def why_no_programs(tensors: Sequence[Any]) -> str | None:
     """Why programs cannot run on ``tensors`` (and what they reach), or
     None: plain strided tensors, sparse COO and compressed tensors, nested
-    jagged tensors and traceable wrapper subclasses run them, each with
-    its vocabulary (:func:`vocabulary_kind`)."""
+    jagged tensors, traceable wrapper subclasses and C++ functional tensors
+    run them, each with its vocabulary (:func:`vocabulary_kind`)."""
     import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
     for path, t in walk_real([f"t{i}" for i in range(len(tensors))], tensors):
         if t.device.type == "meta":
             return f"{path} is a meta tensor: no values to compare"
-        if torch._is_functional_tensor(t):
-            return f"{path} is a functional tensor"
+        if torch._is_functional_tensor(t) and reaches_past_storage(t):
+            # (even a view op reads its value: transpose(0, 0) segfaults eager)
+            return (f"{path} is a C++ functional tensor whose value reaches past the end of "
+                    "its storage: any op on it crashes eager")
         if _safe(lambda: bool(t.is_quantized)):
             return f"{path} is quantized"
         if layout_name(t) not in ("strided", "sparse_coo", *COMPRESSED_LAYOUTS, "jagged"):

@@ -210,14 +210,14 @@ def family_of(t: Any, depth: int = 0) -> Iterator[Any]:
     if depth > 8:
         return
     reached = (base_of(t), any_grad(t), *(inner for _, inner in inner_tensors(t)),
-               _functional_value(t), functorch_unwrapped(t))
+               functional_value(t), functorch_unwrapped(t))
     for u in reached:
         if u is not None:
             yield from family_of(u, depth + 1)
 
 
-def _functional_value(t: Any) -> Any:
-    """The tensor a C++ functional tensor wraps, or None.  (A Python
+def functional_value(t: Any) -> Any:
+    """The tensor a C++ functional tensor wraps (its value), or None.  (A Python
     FunctionalTensor is converted as a plain tensor: MetaConverter does not
     look inside it.)"""
     import torch
@@ -343,8 +343,12 @@ def reaches_past_storage(t: Any) -> bool:
     """Whether ``t``, or what it reaches (a view's base, a leaf's ``.grad``,
     a wrapper subclass's inner tensors), reaches past the end of its
     storage: an op on ``t`` may read or write there (a wrapper's own
-    ``untyped_storage()`` holds nothing to check)."""
-    return any(storage_too_small(u) for _, u in walk_real(["t"], [t]))
+    ``untyped_storage()`` holds nothing to check), and so does one on a C++
+    functional tensor whose value reaches past its storage."""
+    if any(storage_too_small(u) for _, u in walk_real(["t"], [t])):
+        return True
+    value = functional_value(t)
+    return value is not None and reaches_past_storage(value)
 
 
 # -- autograd ----------------------------------------------------------------------------------

@@ -53,6 +53,14 @@ def test_unknown_converter_is_a_clear_error() -> None:
         check_faithful(torch.ones(2), converters=["nope"])
 
 
+def test_tensors_given_as_one_tuple_are_a_clear_error() -> None:
+    with pytest.raises(TypeError, match=r"argument 0 of check_faithful\(\) is of type tuple, "
+                       r"not a torch.Tensor \(the tensors are separate arguments"):
+        check_faithful((torch.ones(2), torch.ones(3)), converters=["fake"])
+    with pytest.raises(TypeError, match="argument 1 of check_faithful.. is of type int"):
+        check_faithful(torch.ones(2), 3, converters=["fake"])
+
+
 def _statuses(*tensors: torch.Tensor, **kwargs) -> dict[str, str]:
     result = check_faithful(*tensors, **kwargs)
     return {o.converter: o.status for o in result.outcomes}

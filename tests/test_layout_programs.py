@@ -86,10 +86,86 @@ def test_what_a_sparse_step_binds_draws_the_strided_vocabulary() -> None:
 def test_programs_do_not_apply_where_no_converted_tensor_can_follow() -> None:
     (m,) = built("t0 = torch.zeros(3, device='meta')")
     assert "t0 is a meta tensor" in why_no_programs((m,))
-    f = torch._to_functional_tensor(torch.zeros(3))
-    assert "t0 is a functional tensor" in why_no_programs((f,))
     q = torch.quantize_per_tensor(torch.zeros(3), 0.1, 0, torch.qint8)
     assert "t0 is quantized" in why_no_programs((q,))
+
+
+def test_programs_run_on_a_functional_tensor_unless_its_value_reaches_past_its_storage() -> None:
+    f = torch._to_functional_tensor(torch.zeros(3))
+    assert why_no_programs((f,)) is None
+    (cut,) = built("t1 = torch.zeros(3)", "t1.untyped_storage().resize_(0)",
+                   "t0 = torch._to_functional_tensor(t1)")
+    # (eager crashes on any op of it, even t0.transpose(0, 0))
+    assert "reaches past the end of its storage" in why_no_programs((cut,))
+    assert not seeded_programs((cut,), 5, seed=0)[0].steps
+
+
+FUNCTIONAL = ("t0 = torch._to_functional_tensor(torch.arange(3.))",)
+
+
+@pytest.mark.parametrize("converter", ["fake-real", "fake-real-dynamic"])
+def test_a_functional_fakes_carried_tensor_is_compared_with_the_real_value(
+        converter: str) -> None:
+    # The fake carries its value's real tensor.  detach() of a functional
+    # tensor shares the functional storage, not the value's; an in-place op
+    # on an alias leaves an update pending, applied when a read syncs the
+    # wrapper: neither differs from eager (found by seeded runs).
+    assert behaviour(FUNCTIONAL, "p0 = t0.detach()", converter).status == PASSED
+    assert behaviour(FUNCTIONAL, "p0 = torch.ops.aten.alias(t0)\np0.fill_(2)",
+                     converter).status == PASSED
+
+
+@pytest.mark.parametrize("converter", ["fake-dynamic", "fake-real-dynamic", "refake-fresh"])
+@pytest.mark.parametrize("program", ["p0 = t0[0:1]", "p0 = t0.narrow(0, 1, 2)",
+                                     "t0.requires_grad_(True)\nt0.sum().abs().backward()"])
+def test_a_symbolic_functional_tensor_meets_kernels_of_concrete_sizes(converter: str,
+                                                                      program: str) -> None:
+    assert known_ids(behaviour(FUNCTIONAL, program, converter)) == [
+        "behaviour-symbolic-functional-tensor-in-concrete-kernels"]
+    assert behaviour(FUNCTIONAL, program, "fake").status == PASSED
+
+
+def test_a_functional_view_of_unviewable_strides_runs_in_eager_only() -> None:
+    lines = ("t0 = torch._to_functional_tensor(torch.arange(4.).reshape((2, 2, 1))"
+             ".transpose(0, 1))",)
+    assert known_ids(behaviour(lines, "p0 = t0.view(-1)", "meta")) == [
+        "op:functional-view-of-unviewable-strides-on-meta"]
+    assert behaviour(lines, "p0 = t0.view(-1)", "fake").status == PASSED
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-dynamic", "fake-real"])
+def test_copy_of_an_empty_functional_tensor_moves_its_storage_offset_in_eager(
+        converter: str) -> None:
+    lines = ("t0 = torch._to_functional_tensor(torch.zeros((1, 0)).narrow(0, 1, 0)"
+             ".transpose(0, 0))",)
+    assert known_ids(behaviour(lines, "t0.copy_(t0)", converter)) == [
+        "op:copy-of-empty-tensor-storage-offset"]
+    assert behaviour(lines, "t0.zero_()", converter).status == PASSED
+
+
+@pytest.mark.parametrize("converter, contiguity", [
+    ("meta", True), ("fake", True),
+    ("fake-dynamic", False),  # (shows the strides only)
+])
+def test_zeroing_an_empty_functional_tensor_restrides_it_in_eager(converter: str,
+                                                                  contiguity: bool) -> None:
+    # (the contiguity in channels_last follows from the strides)
+    lines = ("t1 = torch.arange(0, dtype=torch.float64).reshape((0, 1, 0, 0)).remainder(7)"
+             ".to(torch.float32)", "t0 = torch._to_functional_tensor(t1)")
+    assert built(*lines)[0].stride() == (0, 0, 0, 1)
+    outcome = behaviour(lines, "t0.zero_()", converter)
+    assert known_ids(outcome) == ["behaviour-degenerate-strides"]
+    assert {m.attribute for _, m in outcome.known} == {"stride()"} | (
+        {"is_contiguous(memory_format=torch.channels_last)"} if contiguity else set())
+
+
+def test_a_functional_tensors_copy_gets_the_values_of_the_original() -> None:
+    from pytest_metafidelity.checks.behaviour import _copy_bytes
+
+    original = torch._to_functional_tensor(torch.arange(4.))
+    copy = torch._to_functional_tensor(torch.zeros(4))
+    _copy_bytes((original,), (copy,), ("t0",))
+    assert torch._from_functional_tensor(copy).tolist() == [0.0, 1.0, 2.0, 3.0]
 
 
 # -- what programs on these layouts meet on stock torch ------------------------------------------
@@ -253,7 +329,8 @@ def test_what_a_long_run_met_is_registered(lines: tuple[str, ...], program: str,
     (("i0 = torch.tensor([0, 0], dtype=torch.int64)", "i1 = torch.empty((0,), dtype=torch.int64)",
       "v0 = torch.arange(0, dtype=torch.float64).reshape((0, 1, 1, 0)).remainder(7)"
       ".to(torch.float32)", "t0 = torch.sparse_bsc_tensor(i0, i1, v0, (1, 1, 0))"),
-     "p0 = t0.values()", "fake", "behaviour-sparse-empty-values-strides"),
+     # (the values' strides, and the contiguity in channels_last that they decide)
+     "p0 = t0.values()", "fake", "behaviour-degenerate-strides"),
     ((TWO_TENSOR, "a = torch.zeros((0, 1, 2), dtype=torch.int64)",
       "t0 = TwoTensor(a, a.clone())"),
      "p0 = t0.unsqueeze(0)\np1 = p0.expand((0, 3, 2))", "refake-fresh",

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import Conversion, Mismatch, check
-from ..strategies.tensor_facts import storage_key, version_partition
+from ..strategies.tensor_facts import functional_value, storage_key, version_partition
 from ._util import base_of, is_view, related, safe
 
 __all__ = ["aliasing_check", "related", "storage_key", "version_partition"]
@@ -102,8 +102,13 @@ def aliasing_check(conv: Conversion) -> list[Mismatch]:
         from ._util import carried_real
 
         carried = [carried_real(f) for f in fakes]
+        # (a C++ functional fake carries its value's real tensor: the real
+        # side's counterpart is the real functional tensor's value, not the
+        # functional storage that its views and detach() share)
+        values = [functional_value(r) for r in reals]
         if all(c is not None for c in carried):
             compare("carried real_tensor storage identity",
-                    [storage_key(r) for r in reals], [storage_key(c) for c in carried],
+                    [storage_key(r if v is None else v) for r, v in zip(reals, values)],
+                    [storage_key(c) for c in carried],
                     "the real tensors the fakes carry must alias as the originals do")
     return found

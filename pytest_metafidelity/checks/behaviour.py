@@ -419,6 +419,9 @@ def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor
     done: set[int] = set()
     for path, t in walk_real(names, originals):
         c = pairs.get(path)
+        if c is not None and torch._is_functional_tensor(t) and torch._is_functional_tensor(c):
+            # (a C++ functional tensor's storage cannot be copied: its value's can)
+            t, c = torch._from_functional_tensor(t), torch._from_functional_tensor(c)
         # (a wrapper subclass's bytes are its inner tensors', walked too; a
         # sparse tensor has no storage of its own; a zero tensor's storage
         # holds no data)

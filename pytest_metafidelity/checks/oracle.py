@@ -51,7 +51,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import Conversion, Mismatch, check
-from ..strategies.tensor_facts import storage_too_small
+from ..strategies.tensor_facts import functional_value, storage_too_small
 from ._dispatch_keys import attribute as key_attribute
 from ._dispatch_keys import compared_keys
 from ._util import (UNKNOWN, fake_device, grad_of, has_symbolic, hint, hints, is_view, related,
@@ -318,7 +318,7 @@ def _carried(path: str, real: Any, fake: Any) -> list[Mismatch]:
             detail="a fake of a real-tensor-propagating mode must carry its real tensor")]
     found = _compare(where, read(real), read(carried), _DATA_FIELDS,
                      "the real tensor the fake carries")
-    if not found and values_equal(real, carried) is False:
+    if not found and values_equal(_value(real), carried) is False:
         found.append(Mismatch(
             check="oracle", path=where, attribute="values", real="the original's values",
             fake="different values", detail="the real tensor the fake carries"))
@@ -329,4 +329,13 @@ def carried_values_differ(real: Any, carried: Any) -> bool:
     """What :func:`oracle_check` reports as ``values`` for a carried real
     tensor: its metadata matches the original's, its values do not."""
     return (not _compare("", read(real), read(carried), _DATA_FIELDS, "")
-            and values_equal(real, carried) is False)
+            and values_equal(_value(real), carried) is False)
+
+
+def _value(real: Any) -> Any:
+    """What a fake's carried real tensor holds the values of: the real
+    tensor, or a C++ functional tensor's value as it stands (the fake
+    carries its value's; reading the wrapper's values would first apply
+    its pending updates, on the real side only)."""
+    value = functional_value(real)
+    return real if value is None else value

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..strategies.tensor_facts import bytes_reached
+from ..strategies.tensor_facts import bytes_reached, functional_value
 from .facts import plain_strided, storage_key
 
 
@@ -40,15 +40,6 @@ def reads_outside(t: Any, owner: Any) -> bool:
 
     return not bool(torch.isin(footprint(t), footprint(owner)).all())
 
-
-def _functional_value(t: Any) -> Any:
-    """What a C++ functional tensor wraps, else None."""
-    import torch
-
-    try:
-        return torch._from_functional_tensor(t) if torch._is_functional_tensor(t) else None
-    except Exception:
-        return None
 
 
 def visiting_order(conversion: Any) -> tuple[Any, ...]:
@@ -82,7 +73,7 @@ def _visiting_order(conversion: Any) -> list[Any]:
             return
         for _, inner in inner_tensors(t):  # a subclass's inner tensors come first
             visit(inner, depth + 1)
-        visit(_functional_value(t), depth + 1)
+        visit(functional_value(t), depth + 1)
         seen.add(id(t))
         seq.append(t)
         visit(grad_of(t), depth + 1)

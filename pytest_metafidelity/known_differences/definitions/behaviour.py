@@ -327,16 +327,31 @@ def _only_degenerate_strides(d: StepDifference) -> bool:
     return only_degenerate_strides(real, fake, d.shape)
 
 
+def _degenerate_strides_recorded(case: Case) -> bool:
+    """The ``behaviour`` check recorded stride() differences only on
+    dimensions that move through no memory, and a contiguity in a memory
+    format only where the same tensor's strides differ so (those strides
+    decide it)."""
+    records = tuple(getattr(case.conversion, "behaviour_differences", ()))
+    degenerate = {d.path for d in records if _only_degenerate_strides(d)}
+    return bool(degenerate) and all(
+        d.path in degenerate for d in records
+        if d.attribute.startswith("is_contiguous(memory_format="))
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-degenerate-strides",
     check="behaviour",
-    attribute=r"stride\(\)",
-    applies=_behaviour_recorded("behaviour_differences", _only_degenerate_strides),
+    attribute=r"stride\(\)|is_contiguous\(memory_format=torch\.\w+\)",
+    applies=reads_record("behaviour_differences")(family_wide(_degenerate_strides_recorded)),
     reason=(
         "strides of dimensions of size 1 (or of a tensor with no elements) move through no "
         "memory; the strides fake and meta kernels give them (a view's, a gradient's after "
-        "backward) may differ from eager's, depending on the dispatch cache's history -- the "
-        "operator difference op:degenerate-strides, which the control does not always show"
+        "backward, zero_() of a C++ functional tensor with no elements, values() of a "
+        "sparse compressed tensor with no elements) may differ from eager's, and so may "
+        "the contiguity in a memory format that those strides decide, "
+        "depending on the dispatch cache's history -- the operator difference "
+        "op:degenerate-strides, which the control does not always show"
     ),
     link=BY_DESIGN,
     reproducer=_degenerate_strides_reproducer(),
@@ -1005,6 +1020,64 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _is_functional(t: Any) -> bool:
+    """A C++ functional tensor (``torch._to_functional_tensor``)."""
+    import torch
+
+    return bool(torch._is_functional_tensor(t))
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-symbolic-functional-tensor-in-concrete-kernels",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: d.attribute == "raised" and d.real == "nothing"
+        and re.search(r"Cannot call storage_offset\(\) on tensor with symbolic sizes/strides|"
+                      r"SymIntArrayRef expected to contain only concrete integers", d.fake)
+        is not None,
+        in_family=_is_functional),
+    converters=where(symbolic=True),
+    reason=(
+        "a C++ functional tensor whose value is a fake with symbolic sizes reaches C++ code "
+        "that takes concrete sizes only: slicing it (t[0:1], narrow) raises 'Cannot call "
+        "storage_offset() on tensor with symbolic sizes/strides' (slice_copy's meta kernel "
+        "reads the wrapper's offset), and a backward through it 'SymIntArrayRef expected to "
+        "contain only concrete integers', where eager runs both; a functional tensor made "
+        "under the mode of a symbolic fake raises too, so no static control shows it"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from torch.fx.experimental.symbolic_shapes import ShapeEnv, DimDynamic, "
+        "StatelessSymbolicContext\n"
+        "from torch._dynamo.source import ConstantSource\n"
+        "def program(f):\n"
+        "    f[0:1]\n"
+        "def backward(f):\n"
+        "    f.requires_grad_(True)\n"
+        "    f.sum().abs().backward()\n"
+        "for run, error in ((program, 'Cannot call storage_offset() on tensor with symbolic'),\n"
+        "                   (backward, 'SymIntArrayRef expected to contain only concrete')):\n"
+        "    run(torch._to_functional_tensor(torch.zeros(2)))  # eager: runs\n"
+        "    mode = FakeTensorMode(shape_env=ShapeEnv())\n"
+        "    ctx = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC], "
+        "constraint_sizes=[None])\n"
+        "    f = mode.from_tensor(torch._to_functional_tensor(torch.zeros(2)), "
+        "source=ConstantSource('f'), symbolic_context=ctx)\n"
+        "    with mode:\n"
+        "        try:\n"
+        "            run(f)\n"
+        "        except RuntimeError as e:\n"
+        "            assert error in str(e), e\n"
+        "        else:\n"
+        "            raise AssertionError(f'{run.__name__} ran')\n"
+    ),
+))
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-symbolic-split-sizes-error-class",
     check="behaviour",
@@ -1346,38 +1419,6 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "        pass\n"
         "    else:\n"
         "        raise AssertionError('eager view ran')\n"
-    ),
-))
-
-
-def _sparse_values_contiguity(d: StepDifference) -> bool:
-    return (d.attribute.startswith("is_contiguous(memory_format=") and d.numel == 0
-            and "values()" in d.source)
-
-
-_BEHAVIOUR_ENTRIES.append(KnownDifference(
-    id="behaviour-sparse-empty-values-strides",
-    check="behaviour",
-    attribute=r"is_contiguous\(memory_format=.*\)",
-    applies=_behaviour_recorded("behaviour_differences", _sparse_values_contiguity),
-    reason=(
-        "the values() of a converted sparse compressed tensor with no elements get "
-        "contiguous strides where the real values tensor has other strides in its "
-        "dimensions that do not move through memory (degenerate strides): the static "
-        "checks do not read the values' strides, and with no element both are right, but "
-        "is_contiguous(memory_format=...) then differs"
-    ),
-    link=BY_DESIGN,
-    reproducer=(
-        "import torch\n"
-        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "v = torch.arange(0, dtype=torch.float64).reshape((0, 1, 1, 0)).remainder(7)"
-        ".to(torch.float32)  # strides (0, 0, 0, 1)\n"
-        "t = torch.sparse_bsc_tensor(torch.tensor([0, 0]), torch.empty((0,), "
-        "dtype=torch.int64), v, (1, 1, 0))\n"
-        "f = FakeTensorMode().from_tensor(t)\n"
-        "assert t.values().is_contiguous(memory_format=torch.channels_last) != "
-        "f.values().is_contiguous(memory_format=torch.channels_last)\n"
     ),
 ))
 

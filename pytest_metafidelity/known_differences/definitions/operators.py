@@ -1424,6 +1424,61 @@ ENTRIES: list[KnownDifference] = [
         ),
     ),
     operator_difference(
+        id="copy-of-empty-tensor-storage-offset",
+        statement=r"\.copy_\(",
+        attribute=r"storage_offset\(\)|raised",
+        applies=lambda m, same_path: m.attribute != "raised" or (
+            str(m.real) == "nothing" and re.search(
+                r"MetadataMismatchError: .*for func: aten\.copy\.default", str(m.fake))
+            is not None),
+        applies_to_shape=lambda m, shape: m.attribute == "raised" or (
+            shape is not None and 0 in shape),
+        reason=(
+            "aten.copy (out of place: what copy_ of a C++ functional tensor runs) of a tensor "
+            "with no elements whose strides are not those of a dense tensor: eager's CPU "
+            "kernel returns a new tensor at storage offset 0, the meta kernel one at the "
+            "input's offset; under real-tensor propagation the fake raises "
+            "MetadataMismatchError for aten.copy.default instead"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "def made(device):\n"
+            "    return torch.zeros((1, 0), device=device).narrow(0, 1, 0).transpose(0, 0)\n"
+            "x, m = made('cpu'), made('meta')\n"
+            "assert x.storage_offset() == m.storage_offset() == 1\n"
+            "assert torch.ops.aten.copy(x, x).storage_offset() == 0\n"
+            "assert torch.ops.aten.copy(m, m).storage_offset() == 1\n"
+        ),
+    ),
+    operator_difference(
+        id="functional-view-of-unviewable-strides-on-meta",
+        statement=r"\.view\(",
+        attribute="raised",
+        applies=_raised(r"view size is not compatible with input tensor's size and stride"),
+        converters=where(fake_tensors=False),
+        reason=(
+            "view() of a C++ functional tensor whose strides cannot give that view (a "
+            "transposed tensor flattened): functionalization runs view_copy on its value, "
+            "whose CPU kernel copies, so eager runs; on the meta device view_copy refuses as "
+            "view() does ('view size is not compatible with input tensor's size and stride'), "
+            "as eager's view() of the plain tensor would"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "t = torch.zeros(2, 2, 1).transpose(0, 1)\n"
+            "assert torch._to_functional_tensor(t).view(-1).shape == (4,)  # eager: runs\n"
+            "m = torch._to_functional_tensor(t.to('meta'))\n"
+            "try:\n"
+            "    m.view(-1)\n"
+            "except RuntimeError as e:\n"
+            "    assert 'view size is not compatible' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('the meta view ran')\n"
+        ),
+    ),
+    operator_difference(
         id="wrapper-subclass-storage-on-meta",
         statement=r".",
         attribute="raised",
