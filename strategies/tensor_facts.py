@@ -2,7 +2,7 @@
 one place every strategy, converter, check, known difference and the
 describer asks them.
 
-* the family walk: its view base, a leaf's ``.grad``, a traceable wrapper
+* the family walk: its view base, its ``.grad``, a traceable wrapper
   subclass's inner tensors and (on request) the tensor inside a functorch
   wrapper (:func:`walk_real`, :func:`base_of`, :func:`grad_of`,
   :func:`inner_tensors`, :func:`functorch_unwrapped`);
@@ -75,12 +75,14 @@ def base_of(t: Any) -> Any:
 
 
 def grad_of(t: Any) -> Any:
-    """``t.grad`` for a leaf (non-leaves' .grad is not read: it warns; a
-    leaf's does not, so no warning filter is needed)."""
+    """``t.grad``: a leaf's, or a non-leaf's -- one that retains its grad
+    (``retain_grad()`` before a backward), or whose ``.grad`` was set.
+    (Reading a non-leaf's ``.grad`` warns where it has none: read without
+    that warning.)"""
     try:
-        if not t.is_leaf:
-            return None
-        return t.grad
+        if t.is_leaf:
+            return t.grad
+        return any_grad(t)
     except Exception:
         return None
 
@@ -205,7 +207,7 @@ def family_of(t: Any, depth: int = 0) -> Iterator[Any]:
     tensors and the tensors inside C++ functional and functorch wrappers,
     recursively: every tensor a conversion of ``t`` may touch (a tensor
     reached twice comes twice).  :func:`walk_real` is the walk the checks
-    name paths by (a leaf's ``.grad`` only; functorch wrappers on request)."""
+    name paths by (the ``.grad`` of :func:`grad_of`; functorch wrappers on request)."""
     yield t
     if depth > 8:
         return
@@ -340,7 +342,7 @@ def storage_too_small(t: Any) -> bool:
 
 
 def reaches_past_storage(t: Any) -> bool:
-    """Whether ``t``, or what it reaches (a view's base, a leaf's ``.grad``,
+    """Whether ``t``, or what it reaches (a view's base, its ``.grad``,
     a wrapper subclass's inner tensors), reaches past the end of its
     storage: an op on ``t`` may read or write there (a wrapper's own
     ``untyped_storage()`` holds nothing to check), and so does one on a C++

@@ -1011,3 +1011,23 @@ def test_a_reproducer_with_a_program_remakes_its_tensors_with_its_own_lines() ->
     # Without a program, the reproducer is the recipe's lines as they are.
     plain = reproducer_source(recipe, converters=["refake"], checks=["oracle"])
     assert "def tensors" not in plain and plain.startswith("import torch\n\nt0 = torch.zeros(0")
+
+
+def test_a_step_compares_the_grad_a_non_leaf_retained() -> None:
+    # After a backward, the .grad of a view that retained its grad is read
+    # on both sides (before, only a leaf's .grad was).
+    from pytest_metafidelity.checks.behaviour import _ReadAs, compare_live
+
+    def retained(grad: torch.Tensor) -> torch.Tensor:
+        x = torch.zeros(6, requires_grad=True)
+        y = (x * 2)[::2]
+        y.grad = grad
+        return y
+
+    same = compare_live(["p0"], [retained(torch.ones(3))], [retained(torch.ones(3))],
+                        _ReadAs(None, False))
+    assert same == []
+    found = compare_live(["p0"], [retained(torch.ones(3))], [retained(torch.ones(6)[::2])],
+                         _ReadAs(None, False))
+    assert ("p0.grad", "stride()") in {(m.path, m.attribute) for m in found}, found
+

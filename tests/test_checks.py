@@ -214,6 +214,34 @@ def test_oracle_reads_the_grad_recursively() -> None:
     assert_passes("oracle", x)
 
 
+def _retained_grad_of_a_view() -> Any:
+    x = torch.randn(6, requires_grad=True)
+    y = (x * 2)[::2]
+    y.retain_grad()
+    (y * torch.arange(3.)).sum().backward()
+    return y
+
+
+def test_oracle_reads_the_grad_a_non_leaf_retained() -> None:
+    y = _retained_grad_of_a_view()
+    assert not y.is_leaf and y.grad is not None
+
+    def lost_grad(conv: Any, real: Any, fake: Any) -> Any:
+        fake.grad = None
+        return fake
+
+    def other_grad(conv: Any, real: Any, fake: Any) -> Any:
+        with fake.fake_mode:
+            fake.grad = torch.empty(6)[::2]
+        return fake
+
+    with faulty("fake", lost_grad):
+        assert_reports(run("oracle", y), "oracle", "grad is not None", "t0")
+    with faulty("fake", other_grad):
+        assert_reports(run("oracle", y), "oracle", "stride()", "t0.grad")
+    assert_passes("oracle", y)
+
+
 def test_oracle_compares_carried_real_tensors() -> None:
     t = torch.arange(6.0).reshape(2, 3)
 

@@ -26,8 +26,8 @@ __all__ = [
 
 def related(conv: Any, *, inner: bool = True, unique: bool = True) -> list[tuple[str, Any, Any]]:
     """(path, real, fake) for every tensor under test and what is reachable
-    from it -- ``_base``, a leaf's ``.grad`` and (with ``inner``) subclass
-    inner tensors -- walked in lockstep on both sides.  With ``unique``, each
+    from it -- ``_base``, ``.grad`` (``tensor_facts.grad_of``) and (with
+    ``inner``) subclass inner tensors -- walked in lockstep on both sides.  With ``unique``, each
     (real, fake) pair is listed once (at the first path that reaches it);
     without, every path is listed (identity checks need them all).
 

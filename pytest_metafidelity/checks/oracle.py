@@ -4,8 +4,9 @@ APIs only, compared with the same reading of the converted tensor.
 Read on both sides: shape, stride and storage offset (strided layouts),
 dtype, layout, device (the converter's fake device: ``meta`` for the meta
 converter, the real device for fake tensors), requires_grad, is_leaf,
-whether a leaf has a ``.grad`` (and the grad itself, recursively),
-is_inference, is_conj, is_neg, ``_is_view`` and Parameter-ness.
+whether it has a ``.grad`` (a leaf's, or a non-leaf's that retained one) and
+the grad itself, recursively, is_inference, is_conj, is_neg, ``_is_view``
+and Parameter-ness.
 
 Three readings go beyond the public API, each compared only where both sides
 can be read (they are not in :func:`read`):

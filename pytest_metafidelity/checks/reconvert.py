@@ -62,6 +62,7 @@ import zlib
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ..findings import Reconverted
+from ..strategies.tensor_facts import grad_of
 from . import Conversion, Mismatch, check
 
 if TYPE_CHECKING:
@@ -120,7 +121,9 @@ def _grad_set(t: torch.Tensor) -> None:
 
     # torch.zeros, not zeros_like: zeros_like of a neg view whose storage
     # holds no bytes crashes the process (torch 2.13)
-    t.grad = None if t.grad is not None else torch.zeros(t.shape, dtype=t.dtype, device=t.device)
+    # (grad_of: a non-leaf's .grad is read without the warning reading it gives)
+    t.grad = None if grad_of(t) is not None else torch.zeros(t.shape, dtype=t.dtype,
+                                                             device=t.device)
 
 
 def _can_require_grad(t: torch.Tensor) -> bool:
@@ -141,11 +144,10 @@ CHANGES: tuple[Change, ...] = (
            _requires_grad_, _can_require_grad),
     # a no-op where the tensor neither requires grad nor has a grad_fn
     Change("detach_", "autograd", "t.detach_()", _detach_, lambda t: bool(t.requires_grad)),
-    # a non-leaf's .grad is not what autograd fills (reading it warns)
+    # (a non-leaf's .grad too: the oracle reads it, and so does the converter)
     Change(".grad =", "autograd",
            "t.grad = None if t.grad is not None else "
-           "torch.zeros(t.shape, dtype=t.dtype, device=t.device)", _grad_set,
-           lambda t: bool(t.is_leaf)),
+           "torch.zeros(t.shape, dtype=t.dtype, device=t.device)", _grad_set),
 )
 CHANGES_BY_NAME = {c.name: c for c in CHANGES}
 

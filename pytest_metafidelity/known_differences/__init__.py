@@ -27,7 +27,7 @@ How :func:`~pytest_metafidelity.faithful.check_faithful` uses the registry:
   -- and the outcome is ``unexpectedly-passing`` (listing the entry ids), so
   the fix is noticed.  Predicates must therefore be exact: they say when the
   difference occurs, not merely when it might.  The family's tensors are
-  the tensors converted, what they reach (``_base``, a leaf's ``.grad``,
+  the tensors converted, what they reach (``_base``, ``.grad``,
   subclass inner tensors) and, when the ``wrappers`` check ran, the tensors
   inside functorch wrappers (at ``….unwrapped``).  The ``conversion`` check runs on every conversion: an
   entry expecting the converter to raise is unexpectedly passing when the

@@ -1523,11 +1523,14 @@ def _view_of_a_view(t: Any) -> bool:
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-retained-grad-of-a-view-bypassed",
     check="behaviour",
-    attribute=r"result is a tensor",
+    attribute=r"result is a tensor|grad is not None",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        lambda d: (d.attribute == "result is a tensor" and d.real == "True" and d.fake == "False"
-                   and re.search(r"\.grad\b", d.source) is not None),
+        # (read after the backward, as the view's .grad, or when a step reads it)
+        lambda d: d.real == "True" and d.fake == "False" and (
+            (d.attribute == "grad is not None" and "backward(" in d.source)
+            or (d.attribute == "result is a tensor"
+                and re.search(r"\.grad\b", d.source) is not None)),
         in_family=_view_of_a_view),
     reason=(
         "retain_grad() on a view (t1 = t0.unsqueeze(0)), then a backward through a view made "

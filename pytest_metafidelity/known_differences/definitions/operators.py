@@ -1434,8 +1434,8 @@ ENTRIES: list[KnownDifference] = [
         applies_to_shape=lambda m, shape: m.attribute == "raised" or (
             shape is not None and 0 in shape),
         reason=(
-            "aten.copy (out of place: what copy_ of a C++ functional tensor runs) of a tensor "
-            "with no elements whose strides are not those of a dense tensor: eager's CPU "
+            "aten.copy of a tensor with no elements and strides not those of a dense tensor "
+            "(the out-of-place copy that copy_ of a C++ functional tensor runs): eager's CPU "
             "kernel returns a new tensor at storage offset 0, the meta kernel one at the "
             "input's offset; under real-tensor propagation the fake raises "
             "MetadataMismatchError for aten.copy.default instead"
@@ -1975,8 +1975,10 @@ ENTRIES: list[KnownDifference] = [
     ),
     operator_difference(
         id="fake-retained-grad-of-a-restrided-view",
-        statement=r"\.grad\b",
+        # (read by a step, p3 = t1.grad, or right after the backward, at t1.grad)
+        statement=r"\.grad\b|\.backward\(",
         attribute=r"shape|stride\(\)|numel\(\)|is_contiguous\(\)",
+        applies=lambda m, same_path: "." not in str(m.path) or str(m.path).endswith(".grad"),
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "a view re-strided by as_strided_ under no_grad (its shape changed: (1,) to (0,)), "
