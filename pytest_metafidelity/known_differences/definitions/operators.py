@@ -1452,17 +1452,18 @@ ENTRIES: list[KnownDifference] = [
         ),
     ),
     operator_difference(
-        id="functional-view-of-unviewable-strides-on-meta",
+        id="functional-view-of-unviewable-strides",
         statement=r"\.view\(",
         attribute="raised",
-        applies=_raised(r"view size is not compatible with input tensor's size and stride"),
-        converters=where(fake_tensors=False),
+        applies=_raised(r"view size is not compatible with input tensor's size and stride|"
+                        r"ValueError: Cannot view a tensor with shape .* as a tensor with shape"),
         reason=(
             "view() of a C++ functional tensor whose strides cannot give that view (a "
             "transposed tensor flattened): functionalization runs view_copy on its value, "
             "whose CPU kernel copies, so eager runs; on the meta device view_copy refuses as "
             "view() does ('view size is not compatible with input tensor's size and stride'), "
-            "as eager's view() of the plain tensor would"
+            "as eager's view() of the plain tensor would, and so does FakeTensorMode before "
+            "torch 2.13 ('ValueError: Cannot view a tensor with shape ...')"
         ),
         link=UNFILED,
         reproducer=(
