@@ -103,8 +103,8 @@ def _validated(tensors: Sequence["torch.Tensor"], converters: Sequence[str] | st
         if not isinstance(t, torch.Tensor):
             hint = (" (the tensors are separate arguments: check_faithful(*tensors))"
                     if isinstance(t, (tuple, list)) else "")
-            raise TypeError(f"argument {i} of check_faithful() is of type {type(t).__name__}, not a "
-                            f"torch.Tensor{hint}: {t!r}"[:500])
+            raise TypeError(f"argument {i} of check_faithful() is of type {type(t).__name__}, "
+                            f"not a torch.Tensor{hint}: {t!r}"[:500])
     order = list(range(len(tensors))) if order is None else list(order)
     if sorted(order) != list(range(len(tensors))):
         raise ValueError(f"order={order!r} must be a permutation of 0..{len(tensors) - 1}")

@@ -80,7 +80,7 @@ def grad_of(t: Any) -> Any:
     (Reading a non-leaf's ``.grad`` warns where it has none: read without
     that warning.)"""
     try:
-        if t.is_leaf:
+        if t.is_leaf or t.retains_grad:  # (no warning to silence)
             return t.grad
         return any_grad(t)
     except Exception:

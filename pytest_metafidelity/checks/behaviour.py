@@ -70,8 +70,9 @@ from ..findings import StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
 from ..strategies.recipe import raised_by_recipe
-from ..strategies.tensor_facts import (creation_meta, inner_tensors, is_zero_tensor,
-                                       plain_strided, storage_key, version_partition)
+from ..strategies.tensor_facts import (creation_meta, functional_value, inner_tensors,
+                                       is_zero_tensor, plain_strided, storage_key,
+                                       version_partition)
 from . import Conversion, Mismatch, check, step_time_limit
 from ._util import quiet_fake_tensor_log, walk_real
 
@@ -419,9 +420,10 @@ def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor
     done: set[int] = set()
     for path, t in walk_real(names, originals):
         c = pairs.get(path)
-        if c is not None and torch._is_functional_tensor(t) and torch._is_functional_tensor(c):
+        values = (functional_value(t), functional_value(c))
+        if values[0] is not None and values[1] is not None:
             # (a C++ functional tensor's storage cannot be copied: its value's can)
-            t, c = torch._from_functional_tensor(t), torch._from_functional_tensor(c)
+            t, c = values
         # (a wrapper subclass's bytes are its inner tensors', walked too; a
         # sparse tensor has no storage of its own; a zero tensor's storage
         # holds no data)

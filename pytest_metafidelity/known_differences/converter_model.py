@@ -41,7 +41,6 @@ def reads_outside(t: Any, owner: Any) -> bool:
     return not bool(torch.isin(footprint(t), footprint(owner)).all())
 
 
-
 def visiting_order(conversion: Any) -> tuple[Any, ...]:
     """The real tensors in the order MetaConverter creates their converted
     counterparts: per tensor converted (in the conversion's order), a view's
