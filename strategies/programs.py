@@ -563,6 +563,13 @@ def _grad_fn(t: Any) -> Any:
         return None
 
 
+def _is_view(t: Any) -> bool:
+    try:
+        return bool(t._is_view()) and t._base is not None
+    except Exception:
+        return False
+
+
 def _graph_reaches(t: Any, forbidden: dict[int, Any], limit: int = 500) -> bool:
     """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes.
 
@@ -572,6 +579,11 @@ def _graph_reaches(t: Any, forbidden: dict[int, Any], limit: int = 500) -> bool:
     program drawn depend on the allocator: Hypothesis' "Inconsistent data
     generation")."""
     stack, seen = [_grad_fn(t)], {}
+    if stack[0] is None and _is_view(t):
+        # A view whose grad_fn cannot be read (torch's internal assert after
+        # an in-place view op then a no_grad write) still backpropagates
+        # into its base's graph.
+        stack.append(_grad_fn(t._base))
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:

@@ -297,6 +297,33 @@ def test_an_example_input_is_found_in_a_graph_whatever_was_allocated_since() -> 
     del nodes
 
 
+def test_a_view_whose_grad_fn_cannot_be_read_still_reaches_its_base_graph() -> None:
+    """After ``retain_grad()``, an in-place view op and then a write under
+    no_grad, the first read of a view's ``grad_fn`` raises torch's internal
+    assert, yet its backward runs into its base's graph: when the base is
+    an example input, no backward is drawn (a 30-minute run drew one, and
+    the converted side raised "Tried to backward() through example
+    input")."""
+    from pytest_metafidelity.strategies.programs import _graph_reaches, example_inputs
+
+    def family() -> tuple[torch.Tensor, dict]:
+        t0 = torch.zeros(0, requires_grad=True)
+        t1 = t0 * 2
+        t2 = t1[0:0]
+        forbidden = example_inputs([t2])
+        t2.retain_grad()
+        t2.transpose_(0, 0)
+        with torch.no_grad():
+            t2.zero_()
+        return t2, forbidden
+
+    view, _ = family()
+    with pytest.raises(RuntimeError, match="INTERNAL ASSERT"):
+        view.grad_fn
+    view, forbidden = family()
+    assert _graph_reaches(view, forbidden)
+
+
 def test_programs_do_not_apply_to_meta_tensors() -> None:
     (m,) = built("t0 = torch.zeros(3, device='meta')", outputs=("t0",))
     (program,) = seeded_programs((m,), 3)
