@@ -135,6 +135,7 @@ META_TENSOR_DESC_RULES: dict[str, Rule] = {
     "ccol_indices": _c("sparse", "index dtype"),
     "row_indices": _c("sparse", "index dtype"),
     "values": _c("sparse", "_nnz()"),
+    # (a functorch wrapper's unwrapped tensor, or a C++ functional tensor's value)
     "unwrapped": Compared("wrappers", "every inner check's attributes", at="….unwrapped"),
     "bdim": _c("wrappers", "batch dim"),
     "base": _c("aliasing", "_base identity"),

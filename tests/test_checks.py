@@ -858,6 +858,31 @@ def test_wrappers_reports_functional_ness() -> None:
     assert_passes("wrappers", x)
 
 
+def test_wrappers_reads_the_value_a_cpp_functional_tensor_wraps() -> None:
+    """The value (``torch._from_functional_tensor``, at ``t0.unwrapped``:
+    ``MetaTensorDesc.unwrapped``) is checked like an inner tensor: its
+    storage, sized to the tensor by the converter, differs where the
+    wrapper's own storage does not."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    def wrapped() -> Any:
+        x = torch.randn(4)
+        x.resize_(1)
+        return torch._to_functional_tensor(x)
+
+    fake = FakeTensorMode().from_tensor(wrapped())
+    assert fake.untyped_storage().nbytes() == wrapped().untyped_storage().nbytes()
+    for converter in ("fake", "fake-real"):
+        outcome = run("wrappers", wrapped(), converter=converter)
+        assert outcome.status == KNOWN, outcome.describe()
+        found = {(m.path, m.attribute, m.real, m.fake) for _, m in outcome.known}
+        assert ("t0.unwrapped", "untyped_storage().nbytes()", 16, 4) in found
+        assert {entry for entry, _ in outcome.known} == {"storage-sized-to-tensors"}
+    carried = run("wrappers", wrapped(), converter="fake-real").known
+    assert any(m.path == "t0.unwrapped.real_tensor" for _, m in carried)
+    assert_passes("wrappers", torch._to_functional_tensor(torch.randn(4)))
+
+
 def test_wrappers_reads_functorch_levels() -> None:
     from pytest_metafidelity.checks.wrappers import read_wrapping
 

@@ -1009,3 +1009,20 @@ def test_an_in_place_op_on_the_values_of_a_copied_njt_with_lengths_needs_its_num
              "t0 = n.values()")
     assert known_ids(behaviour(lines, "t0.zero_()", "fake-dynamic")) == [
         "op:nested-lengths-values-in-place-needs-numel"]
+
+
+def test_an_in_place_op_on_a_functional_tensor_meets_its_values_whole_storage() -> None:
+    """Functionalization writes an in-place op's update through the value's
+    whole storage: a uint1 value with no elements over a storage of one
+    byte meets the missing uint1 copy kernel in eager, where the converted
+    value's storage (sized to the tensor: storage-sized-to-tensors) has no
+    bytes.  The step follows from that known difference (a 30-minute run
+    met it as a conversion bug: the behaviour check saw the value's storage
+    size only once the wrappers check read it)."""
+    lines = ("t1 = torch.empty((1,), dtype=torch.uint1)", "t1.resize_((0,))",
+             "t0 = torch._to_functional_tensor(t1)")
+    outcome = behaviour(lines, "t0.copy_(t0)", "fake-real")
+    assert known_ids(outcome) == ["behaviour-follows-known-difference"]
+    # Without the extra byte both sides run the step.
+    fresh = ("t0 = torch._to_functional_tensor(torch.empty((0,), dtype=torch.uint1))",)
+    assert behaviour(fresh, "t0.copy_(t0)", "fake-real").status == PASSED

@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterable, Iterator
 
-from ..strategies.tensor_facts import (base_of, functorch_unwrapped, grad_of, inner_tensors,
+from ..strategies.tensor_facts import (base_of, functional_value, functorch_unwrapped, grad_of,
+                                       inner_tensors,
                                        is_view, walk_real)
 from ..strategies.torch_errors import safe
 from ..symbolic import UNKNOWN, has_symbolic, hint, hints, is_symbolic, same
@@ -96,8 +97,13 @@ def resolve(conv: Any, path: str, *, fake: bool = False) -> Any:
         elif part == "unwrapped":
             import torch
 
-            unwrap = getattr(getattr(torch._C, "_functorch", None), "get_unwrapped", None)
-            t = safe(lambda: unwrap(t)) if unwrap is not None else None
+            value = functional_value(t)
+            if value is not None and not safe(
+                    lambda: torch._C._functorch.is_functorch_wrapped_tensor(t), False):
+                t = value  # a C++ functional tensor's value
+            else:
+                unwrap = getattr(getattr(torch._C, "_functorch", None), "get_unwrapped", None)
+                t = safe(lambda: unwrap(t)) if unwrap is not None else None
         else:
             t = dict(inner_tensors(t)).get(part)
         if t is None:

@@ -299,6 +299,13 @@ class Lockstep:
         with quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
             for fn in (storage_check, autograd_check, sparse_check):
                 found += fn(conv)  # (a crash is ours: an internal error of this check)
+            # and the storage of a C++ functional tensor's value, which
+            # functionalization writes whole (the wrappers check reads it)
+            for n, r, f in zip(live, conv.real, conv.fake):
+                rv, fv = functional_value(r), functional_value(f)
+                if rv is not None and fv is not None:
+                    found += storage_check(Conversion((f"{n}.unwrapped",), (rv,), (fv,),
+                                                      self.reader, inner=True))
         t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse"})
              if found else None)
         known: dict[str, set[str]] = {}
@@ -602,7 +609,8 @@ def _run_program(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple
         ids = set().union(*(known[n] for n in _names_in(step, known)))
         # (a storage's size explains no step that does not depend on it: a
         # backward's .grad values, a view's shape)
-        explaining = ids if _depends_on_storage(step) else ids - run.storage_size_only
+        explaining = (ids if _depends_on_storage(step) or _writes_functional(step, run.real)
+                      else ids - run.storage_size_only)
         if differs and explaining and explaining <= run.elements_only:
             # (what the step makes whatever the elements cannot follow from their count)
             fixed = [m for m in differs if _holds_whatever_the_elements(step, m)]
@@ -645,6 +653,18 @@ def _depends_on_storage(step: Step) -> bool:
 
     return any(word in step.source for word in _STORAGE_DEPENDENT) or any(
         _is_inplace_view(name) for name in re.findall(r"\.(\w+_)\(", step.source))
+
+
+def _writes_functional(step: Step, side: Side) -> bool:
+    """Whether the step calls an in-place method and names a C++ functional
+    tensor: functionalization writes the update into the value's whole
+    storage (read to its end: with elements there that the converted
+    storage lacks, a kernel missing for the dtype raises on the real side
+    only)."""
+    import re
+
+    return bool(re.search(r"\.\w+_\(", step.source)) and any(
+        functional_value(side.namespace[n]) is not None for n in _names_in(step, side.live))
 
 
 @functools.lru_cache(maxsize=None)

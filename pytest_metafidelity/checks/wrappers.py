@@ -4,7 +4,11 @@
    ``torch._is_functional_tensor(t)`` agree.
 2. functorch: functorch-wrapped-ness, BatchedTensor-ness,
    GradTrackingTensor-ness, the level and the batch dim agree; the unwrapped
-   tensors (path ``….unwrapped``) are checked recursively.
+   tensors (path ``….unwrapped``) are checked recursively.  So is a C++
+   functional tensor's value (``torch._from_functional_tensor(t)``, also at
+   ``….unwrapped``: ``MetaTensorDesc.unwrapped`` describes both), as it
+   stands after the conversion synced it: its geometry, storage and carried
+   real tensor, which the wrapper's own readings do not show.
 3. Traceable wrapper subclasses: the subclass type, the
    ``__tensor_flatten__`` attribute names and context agree, so do the values
    of the attributes that hold no tensor (opaque values, such as an ``Enum``
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..strategies.tensor_facts import inner_tensors, opaque_attributes
+from ..strategies.tensor_facts import functional_value, inner_tensors, opaque_attributes
 from . import Conversion, Mismatch, check
 from ._util import related, safe
 
@@ -127,6 +131,11 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
                 ru, fu = safe(lambda: unwrap(real)), safe(lambda: unwrap(fake))
                 if ru is not None and fu is not None:
                     inner_pairs.append((f"{path}.unwrapped", ru, fu))
+        elif (expected.get("torch._is_functional_tensor()")
+              and got.get("torch._is_functional_tensor()")):
+            rv, fv = functional_value(real), functional_value(fake)
+            if rv is not None and fv is not None:
+                inner_pairs.append((f"{path}.unwrapped", rv, fv))
         if is_traceable_wrapper_subclass(real) and is_traceable_wrapper_subclass(fake):
             fake_inner = dict(inner_tensors(fake))
             for attr, inner in inner_tensors(real):

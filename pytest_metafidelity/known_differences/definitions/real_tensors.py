@@ -609,13 +609,18 @@ def meta_carried_storage_short_of_reach(case: Case) -> bool:
         return False
     fake_nbytes = fake.untyped_storage().nbytes()
     if is_symbolic(fake_nbytes):
-        # The storage check compares no symbolic size but zero (a C++
-        # functional fake of fake-real-dynamic carries on its inner tensor,
-        # which that check does not read either).
+        # The storage check compares no symbolic size but zero (a carried
+        # tensor's size is static: read at ``….real_tensor``).
         return False
+    from ...strategies.tensor_facts import base_of, functional_value
+
     key = storage_key(t)
-    needed = max((reach(u) for u in case.family
-                  if plain_strided(u) and storage_key(u) == key), default=0)
+    # (the values of C++ functional tensors, at ``….unwrapped``, and their
+    # bases are not in the family: what they reach counts too)
+    values = [functional_value(u) for u in case.family]
+    on_storage = [*case.family, *values, *(base_of(v) for v in values if v is not None)]
+    needed = max((reach(u) for u in on_storage
+                  if u is not None and plain_strided(u) and storage_key(u) == key), default=0)
     return fake_nbytes < needed <= t.untyped_storage().nbytes()
 
 
