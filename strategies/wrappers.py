@@ -295,10 +295,6 @@ def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str
 
 ESCAPED_CASES = ("grad input", "grad intermediate", "vmap input", "vmap intermediate")
 
-PROGRAMS_NOT_RUN_ESCAPED = (
-    "not yet: an escaped wrapper's level is gone, and what ops on one do (functorch "
-    "refuses some, runs others on the wrapped tensor) has not been compared"
-)
 
 
 def _escaped_unavailable() -> str | None:
@@ -308,7 +304,7 @@ def _escaped_unavailable() -> str | None:
 @kind("functorch_escaped", "functorch wrapper that escaped its transform: a torch.func.grad or "
       "vmap function's input or intermediate kept past its return (a GradTrackingTensor at the "
       "dead level -2, leaf or non-leaf; a BatchedTensor of a level that ended)",
-      unavailable=_escaped_unavailable, programs=PROGRAMS_NOT_RUN_ESCAPED, cost_ms=3)
+      unavailable=_escaped_unavailable, programs=True, cost_ms=3)
 def functorch_escaped_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     """What ``torch.compile`` is handed when a user keeps a tensor from inside
     ``torch.func.grad``/``vmap`` (appended to a list, stored on a module) and

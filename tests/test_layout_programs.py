@@ -1026,3 +1026,32 @@ def test_an_in_place_op_on_a_functional_tensor_meets_its_values_whole_storage() 
     # Without the extra byte both sides run the step.
     fresh = ("t0 = torch._to_functional_tensor(torch.empty((0,), dtype=torch.uint1))",)
     assert behaviour(fresh, "t0.copy_(t0)", "fake-real").status == PASSED
+
+
+ESCAPED_GRAD = ("kept = []",
+                "out = torch.func.grad(lambda x: (kept.append(x), x.sum())[1])(torch.arange(3.))",
+                "t0 = kept[0]")
+ESCAPED_VMAP = ("kept = []",
+                "out = torch.func.vmap(lambda x: (kept.append(x), x)[1])(torch.arange(3.))",
+                "t0 = kept[0]")
+
+
+@pytest.mark.parametrize("converter", ["meta", "fake", "fake-real-dynamic"])
+def test_programs_on_an_escaped_grad_wrapper_follow_from_its_unwrapping(converter: str) -> None:
+    """An escaped GradTrackingTensor requires grad, but what ops make of it
+    does not (its level is gone): eager's backward raises.  The fake is the
+    plain leaf inside it (functorch-escaped-grad-unwrapped, which the
+    wrappers check reads at the start), so the step follows from that."""
+    (escaped,) = built(*ESCAPED_GRAD)
+    assert why_no_programs((escaped,)) is None
+    outcome = behaviour(ESCAPED_GRAD, "t0.sum().abs().backward()", converter)
+    assert known_ids(outcome) == ["behaviour-follows-known-difference"]
+    follows = [m for _, m in outcome.known]
+    assert "functorch-escaped-grad-unwrapped" in follows[0].detail
+    assert "does not require grad" in str(follows[0].real)
+
+
+def test_programs_on_an_escaped_vmap_wrapper_are_refused_alike() -> None:
+    # Every op on a BatchedTensor whose vmap returned raises, on both sides.
+    assert behaviour(ESCAPED_VMAP, "p0 = t0 * 2", "fake").status == PASSED
+    assert behaviour(ESCAPED_VMAP, "t0.add_(1)", "fake-real").status == PASSED

@@ -287,17 +287,20 @@ class Lockstep:
         """Tensor name -> ids of the known differences it (or what it
         reaches) shows before the first step, by the ``oracle``,
         ``aliasing``, ``storage``, ``autograd`` and ``sparse`` readings (a
-        sparse fake has no specified elements: its ``values()`` differ)."""
+        sparse fake has no specified elements: its ``values()`` differ) and
+        the ``wrappers`` check's own (a functorch wrapper whose level is
+        gone converts to a plain tensor: what ops on it do differs)."""
         from .autograd import autograd_check
         from .sparse import sparse_check
         from .storage import storage_check
+        from .wrappers import wrapping_mismatches
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=self.order)
         found = list(self.found_at_start)
         with quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
-            for fn in (storage_check, autograd_check, sparse_check):
+            for fn in (storage_check, autograd_check, sparse_check, wrapping_mismatches):
                 found += fn(conv)  # (a crash is ours: an internal error of this check)
             # and the storage of a C++ functional tensor's value, which
             # functionalization writes whole (the wrappers check reads it)
@@ -306,7 +309,8 @@ class Lockstep:
                 if rv is not None and fv is not None:
                     found += storage_check(Conversion((f"{n}.unwrapped",), (rv,), (fv,),
                                                       self.reader, inner=True))
-        t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse"})
+        t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse",
+                                  "wrappers"})
              if found else None)
         known: dict[str, set[str]] = {}
         attributes: dict[str, set[str]] = {}  # entry id -> what it explained

@@ -111,6 +111,22 @@ def _equal(a: Any, b: Any) -> bool:
         return repr(a) == repr(b)
 
 
+def wrapping_mismatches(conv: Conversion) -> list[Mismatch]:
+    """The wrappers check's own readings (:func:`read_wrapping`) of every
+    tensor of ``conv`` and what it reaches, compared; not the checks it runs
+    on inner tensors."""
+    found: list[Mismatch] = []
+    for path, real, fake in related(conv, inner=False):
+        found += _compare_wrapping(path, read_wrapping(real), read_wrapping(fake))
+    return found
+
+
+def _compare_wrapping(path: str, expected: dict[str, Any], got: dict[str, Any]) -> list[Mismatch]:
+    return [Mismatch(check="wrappers", path=path, attribute=key, real=expected[key],
+                     fake=got[key])
+            for key in expected if key in got and not _equal(expected[key], got[key])]
+
+
 @check("wrappers", "functional-ness, functorch level/bdim, subclass type/context; inner tensors recursively")
 def wrappers_check(conv: Conversion) -> list[Mismatch]:
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
@@ -120,10 +136,7 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
     found: list[Mismatch] = []
     for path, real, fake in related(conv, inner=False):
         expected, got = read_wrapping(real), read_wrapping(fake)
-        for key in expected:
-            if key in got and not _equal(expected[key], got[key]):
-                found.append(Mismatch(
-                    check="wrappers", path=path, attribute=key, real=expected[key], fake=got[key]))
+        found += _compare_wrapping(path, expected, got)
         inner_pairs: list[tuple[str, Any, Any]] = []
         if expected.get("is_functorch_wrapped_tensor") and got.get("is_functorch_wrapped_tensor"):
             unwrap = _functorch("get_unwrapped")
