@@ -111,20 +111,12 @@ def draw_mkldnn(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> str:
     return made
 
 
-# Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
-PROGRAMS_NOT_RUN = (
-    "not yet: programs of its own ops (detach, to_dense, zero_, mul_, a backward through "
-    "to_dense) once corrupted the process's heap ('free(): invalid next size') in a harvest, "
-    "not isolated yet"
-)
-
-
 @kind(
     "mkldnn",
     "MKLDNN (oneDNN) layout tensors (to_mkldnn()): float32 and the reduced dtypes this CPU "
     "build accepts; leaf, requiring grad, non-leaf, Parameter, MKLDNN .grad",
     unavailable=_unavailable,
-    programs=PROGRAMS_NOT_RUN, cost_ms=5,
+    programs=True, cost_ms=5,
 )
 def mkldnn_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     return [draw_mkldnn(draw, b, cfg)]

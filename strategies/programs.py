@@ -511,15 +511,34 @@ JAGGED_OPS = (
     *_grad_steps("values()"),
 )
 
+def _float32(t: Any) -> bool:
+    import torch
+
+    return t.dtype == torch.float32
+
+
+# The MKLDNN layout's own ops.  zero_() of an MKLDNN tensor of any dtype but
+# float32 corrupts eager's heap ("corrupted size vs. prev_size", torch 2.13):
+# never drawn there.  (add_ refuses every MKLDNN tensor: 'itensor_from_mkldnn
+# expects MKL-DNN tensor input'.)
+MKLDNN_OPS = (
+    _BY_NAME["detach"],
+    _TO_DENSE,
+    Op("clone", True, _always, lambda ch, n, t, live: f"{n}.clone()"),
+    Op("zero_", False, _float32, lambda ch, n, t, live: f"{n}.zero_()"),
+    _BY_NAME["mul_"],
+    *_grad_steps("to_dense()"),
+)
+
 # Vocabulary by what a tensor is (:func:`vocabulary_kind`).
 VOCABULARIES = {"strided": OPS, "sparse_coo": SPARSE_COO_OPS, "compressed": COMPRESSED_OPS,
-                "jagged": JAGGED_OPS}
+                "jagged": JAGGED_OPS, "mkldnn": MKLDNN_OPS}
 
 
 def vocabulary_kind(t: Any) -> str:
     """Which vocabulary a step on ``t`` draws from: ``"jagged"`` for a
     nested jagged tensor, ``"sparse_coo"``, ``"compressed"`` (CSR, CSC,
-    BSR, BSC), else ``"strided"``."""
+    BSR, BSC), ``"mkldnn"``, else ``"strided"``."""
     if _safe(lambda: bool(t.is_nested)):
         return "jagged"
     layout = layout_name(t)
@@ -527,6 +546,8 @@ def vocabulary_kind(t: Any) -> str:
         return "sparse_coo"
     if layout in COMPRESSED_LAYOUTS:
         return "compressed"
+    if layout == "_mkldnn":
+        return "mkldnn"
     return "strided"
 # One step in ATEN_ODDS is drawn from the rest of aten's views and in-place
 # ops (:mod:`.aten_steps`, built from their schemas), where one applies; the
@@ -931,8 +952,8 @@ def why_not_plain(tensors: Sequence[Any]) -> str | None:
 def why_no_programs(tensors: Sequence[Any]) -> str | None:
     """Why programs cannot run on ``tensors`` (and what they reach), or
     None: plain strided tensors, sparse COO and compressed tensors, nested
-    jagged tensors, traceable wrapper subclasses and C++ functional tensors
-    run them, each with its vocabulary (:func:`vocabulary_kind`)."""
+    jagged tensors, MKLDNN tensors, traceable wrapper subclasses and C++
+    functional tensors run them, each with its vocabulary (:func:`vocabulary_kind`)."""
     import torch
     from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
@@ -945,7 +966,8 @@ def why_no_programs(tensors: Sequence[Any]) -> str | None:
                     "its storage: any op on it crashes eager")
         if _safe(lambda: bool(t.is_quantized)):
             return f"{path} is quantized"
-        if layout_name(t) not in ("strided", "sparse_coo", *COMPRESSED_LAYOUTS, "jagged"):
+        if layout_name(t) not in ("strided", "sparse_coo", *COMPRESSED_LAYOUTS, "jagged",
+                                  "_mkldnn"):
             return f"{path} has layout {t.layout}"
         if type(t) not in (torch.Tensor, torch.nn.Parameter) and not (
                 is_traceable_wrapper_subclass(t)):

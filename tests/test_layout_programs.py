@@ -61,6 +61,7 @@ def known_ids(outcome: Any) -> list[str]:
     ((f"t0 = {NJT}",), "jagged"),
     ((TWO_TENSOR, "t0 = TwoTensor(torch.zeros(3), torch.zeros(3))"), "strided"),
     (("t0 = torch.zeros(2, 3)",), "strided"),
+    (("t0 = torch.zeros(2, 3).to_mkldnn()",), "mkldnn"),
 ])
 def test_each_layout_draws_from_its_own_vocabulary(lines: tuple[str, ...],
                                                    vocabulary: str) -> None:
@@ -1055,3 +1056,21 @@ def test_programs_on_an_escaped_vmap_wrapper_are_refused_alike() -> None:
     # Every op on a BatchedTensor whose vmap returned raises, on both sides.
     assert behaviour(ESCAPED_VMAP, "p0 = t0 * 2", "fake").status == PASSED
     assert behaviour(ESCAPED_VMAP, "t0.add_(1)", "fake-real").status == PASSED
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "int8", "uint8", "float16"])
+def test_zero_is_never_drawn_on_an_mkldnn_tensor_but_of_float32(dtype: str) -> None:
+    """zero_() of an MKLDNN tensor of any other dtype corrupts eager's heap
+    (a harvest died of 'free(): invalid next size'; alone it aborts with
+    'corrupted size vs. prev_size').  Checked in a child process: it must
+    abort there, and the vocabulary must not draw it."""
+    script = (f"import torch\nt = torch.zeros(4, 4).to(torch.{dtype}).to_mkldnn()\n"
+              "t.zero_()\nt.to_dense().sum().item()\n")
+    crashed = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120)
+    assert crashed.returncode < 0, crashed.stderr.decode()[-500:]
+    (t,) = built(f"t0 = torch.arange(16.).reshape(4, 4).to(torch.{dtype}).to_mkldnn()")
+    programs = seeded_programs((t,), 40, seed=5)
+    assert not any("zero_" in p.source for p in programs)
+    assert any("mul_" in p.source for p in programs)
+    (f,) = built("t0 = torch.arange(16.).reshape(4, 4).to_mkldnn()")
+    assert any("zero_" in p.source for p in seeded_programs((f,), 40, seed=5))
