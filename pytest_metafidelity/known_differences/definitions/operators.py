@@ -1480,6 +1480,34 @@ ENTRIES: list[KnownDifference] = [
         ),
     ),
     operator_difference(
+        id="functional-set-of-a-view-scatters-unchecked",
+        statement=r"\.set_\(",
+        attribute="raised",
+        applies=_raised(r"expected src to have a size equal to the slice of self", side="real"),
+        # (a carried real tensor runs eager's kernel: it refuses too)
+        converters=where(carries_real=False),
+        reason=(
+            "set_() of a view of a C++ functional tensor (a slice, narrow, or .real): "
+            "functionalization writes the view back into its base with a scatter op "
+            "(slice_scatter, select_scatter), whose CPU kernel refuses a source of another "
+            "size ('expected src to have a size equal to the slice of self'); the meta and "
+            "fake scatter kernels check no size, so the step runs there"
+        ),
+        link=UNFILED,
+        reproducer=(
+            "import torch\n"
+            "t = torch._to_functional_tensor(torch.zeros(4))\n"
+            "try:\n"
+            "    t[0:2].set_()\n"
+            "except RuntimeError as e:\n"
+            "    assert 'expected src to have a size equal to the slice' in str(e)\n"
+            "else:\n"
+            "    raise AssertionError('eager set_ ran')\n"
+            "m = torch._to_functional_tensor(torch.zeros(4, device='meta'))\n"
+            "m[0:2].set_()  # runs\n"
+        ),
+    ),
+    operator_difference(
         id="wrapper-subclass-storage-on-meta",
         statement=r".",
         attribute="raised",
