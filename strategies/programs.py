@@ -71,7 +71,7 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import (COMPRESSED_LAYOUTS, in_shared_memory, is_wrapper_subclass,
+from .tensor_facts import (COMPRESSED_LAYOUTS, base_of, in_shared_memory, is_wrapper_subclass,
                            is_zero_tensor, layout_name, reaches_past_storage, storage_too_small,
                            walk_real)
 from .torch_errors import release_frames
@@ -511,6 +511,7 @@ JAGGED_OPS = (
     *_grad_steps("values()"),
 )
 
+
 def _float32(t: Any) -> bool:
     import torch
 
@@ -549,6 +550,8 @@ def vocabulary_kind(t: Any) -> str:
     if layout == "_mkldnn":
         return "mkldnn"
     return "strided"
+
+
 # One step in ATEN_ODDS is drawn from the rest of aten's views and in-place
 # ops (:mod:`.aten_steps`, built from their schemas), where one applies; the
 # others from the vocabulary above, whose steps reach the state a conversion
@@ -584,13 +587,6 @@ def _grad_fn(t: Any) -> Any:
         return None
 
 
-def _is_view(t: Any) -> bool:
-    try:
-        return bool(t._is_view()) and t._base is not None
-    except Exception:
-        return False
-
-
 def _graph_reaches(t: Any, forbidden: dict[int, Any], limit: int = 500) -> bool:
     """Whether ``t``'s autograd graph reaches one of the ``forbidden`` nodes.
 
@@ -600,11 +596,12 @@ def _graph_reaches(t: Any, forbidden: dict[int, Any], limit: int = 500) -> bool:
     program drawn depend on the allocator: Hypothesis' "Inconsistent data
     generation")."""
     stack, seen = [_grad_fn(t)], {}
-    if stack[0] is None and _is_view(t):
+    base = base_of(t) if stack[0] is None else None
+    if base is not None:
         # A view whose grad_fn cannot be read (torch's internal assert after
         # an in-place view op then a no_grad write) still backpropagates
         # into its base's graph.
-        stack.append(_grad_fn(t._base))
+        stack.append(_grad_fn(base))
     while stack and len(seen) < limit:
         node = stack.pop()
         if node is None or id(node) in seen:

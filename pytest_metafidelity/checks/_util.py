@@ -14,8 +14,7 @@ import contextlib
 from typing import Any, Iterable, Iterator
 
 from ..strategies.tensor_facts import (base_of, functional_value, functorch_unwrapped, grad_of,
-                                       inner_tensors,
-                                       is_view, walk_real)
+                                       inner_tensors, is_view, walk_real)
 from ..strategies.torch_errors import safe
 from ..symbolic import UNKNOWN, has_symbolic, hint, hints, is_symbolic, same
 
