@@ -1487,11 +1487,11 @@ ENTRIES: list[KnownDifference] = [
         # (a carried real tensor runs eager's kernel: it refuses too)
         converters=where(carries_real=False),
         reason=(
-            "set_() of a view of a C++ functional tensor (a slice, narrow, or .real): "
-            "functionalization writes the view back into its base with a scatter op "
-            "(slice_scatter, select_scatter), whose CPU kernel refuses a source of another "
-            "size ('expected src to have a size equal to the slice of self'); the meta and "
-            "fake scatter kernels check no size, so the step runs there"
+            "eager refuses set_() of a view of a C++ functional tensor that meta and fake "
+            "tensors run: functionalization writes the view (a slice, narrow, or .real) back "
+            "into its base with a scatter op (slice_scatter, select_scatter), whose CPU "
+            "kernel refuses a source of another size ('expected src to have a size equal to "
+            "the slice of self'), while the meta and fake scatter kernels check no size"
         ),
         link=UNFILED,
         reproducer=(
