@@ -293,7 +293,7 @@ class Lockstep:
         from .autograd import autograd_check
         from .sparse import sparse_check
         from .storage import storage_check
-        from .wrappers import wrapping_mismatches
+        from .wrappers import functional_values, wrapping_mismatches
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
@@ -304,11 +304,9 @@ class Lockstep:
                 found += fn(conv)  # (a crash is ours: an internal error of this check)
             # and the storage of a C++ functional tensor's value, which
             # functionalization writes whole (the wrappers check reads it)
-            for n, r, f in zip(live, conv.real, conv.fake):
-                rv, fv = functional_value(r), functional_value(f)
-                if rv is not None and fv is not None:
-                    found += storage_check(Conversion((f"{n}.unwrapped",), (rv,), (fv,),
-                                                      self.reader, inner=True))
+            for path, rv, fv in functional_values(conv):
+                found += storage_check(Conversion((path,), (rv,), (fv,), self.reader,
+                                                  inner=True))
         t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse",
                                   "wrappers"})
              if found else None)
@@ -665,10 +663,15 @@ def _writes_functional(step: Step, side: Side) -> bool:
     storage (read to its end: with elements there that the converted
     storage lacks, a kernel missing for the dtype raises on the real side
     only)."""
+    return _calls_in_place(step) and any(
+        functional_value(side.namespace[n]) is not None for n in _names_in(step, side.live))
+
+
+def _calls_in_place(step: Step) -> bool:
+    """Whether the step calls an in-place method (``t.mul_(2)``)."""
     import re
 
-    return bool(re.search(r"\.\w+_\(", step.source)) and any(
-        functional_value(side.namespace[n]) is not None for n in _names_in(step, side.live))
+    return re.search(r"\.\w+_\(", step.source) is not None
 
 
 @functools.lru_cache(maxsize=None)
@@ -719,10 +722,8 @@ def _changed_by(step: Step, side: Side) -> list[str]:
     an in-place method, every live view of the same base as one of those:
     an in-place op on a view rewrites its base's autograd history
     (``CopySlices``), and so that of the base's other views."""
-    import re
-
     named = _names_in(step, side.live)
-    if not re.search(r"\.\w+_\(", step.source):
+    if not _calls_in_place(step):
         return named
     roots = {id(_view_root(side.namespace[n])) for n in named}
     return named + [n for n in side.live if n not in named

@@ -121,6 +121,26 @@ def wrapping_mismatches(conv: Conversion) -> list[Mismatch]:
     return found
 
 
+def functional_values(conv: Conversion) -> list[tuple[str, Any, Any]]:
+    """(path, real value, converted value) of every pair of C++ functional
+    tensors in ``conv`` and what they reach: the tensors they wrap, at
+    ``….unwrapped``, which the wrappers check checks as inner tensors."""
+    return [pair for path, real, fake in related(conv, inner=False)
+            for pair in _functional_values(path, real, fake, read_wrapping(real),
+                                           read_wrapping(fake))]
+
+
+def _functional_values(path: str, real: Any, fake: Any, expected: dict[str, Any],
+                       got: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    # (a functional tensor of a functorch level is unwrapped as a functorch wrapper)
+    if (expected.get("is_functorch_wrapped_tensor") or got.get("is_functorch_wrapped_tensor")
+            or not expected.get("torch._is_functional_tensor()")
+            or not got.get("torch._is_functional_tensor()")):
+        return []
+    rv, fv = functional_value(real), functional_value(fake)
+    return [(f"{path}.unwrapped", rv, fv)] if rv is not None and fv is not None else []
+
+
 def _compare_wrapping(path: str, expected: dict[str, Any], got: dict[str, Any]) -> list[Mismatch]:
     return [Mismatch(check="wrappers", path=path, attribute=key, real=expected[key],
                      fake=got[key])
@@ -144,11 +164,8 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
                 ru, fu = safe(lambda: unwrap(real)), safe(lambda: unwrap(fake))
                 if ru is not None and fu is not None:
                     inner_pairs.append((f"{path}.unwrapped", ru, fu))
-        elif (expected.get("torch._is_functional_tensor()")
-              and got.get("torch._is_functional_tensor()")):
-            rv, fv = functional_value(real), functional_value(fake)
-            if rv is not None and fv is not None:
-                inner_pairs.append((f"{path}.unwrapped", rv, fv))
+        else:
+            inner_pairs += _functional_values(path, real, fake, expected, got)
         if is_traceable_wrapper_subclass(real) and is_traceable_wrapper_subclass(fake):
             fake_inner = dict(inner_tensors(fake))
             for attr, inner in inner_tensors(real):
