@@ -318,6 +318,11 @@ def test_no_step_touches_the_elements_of_a_wrapper_whose_inner_storage_is_too_sm
      "op:inference-mode-views-of-normal-tensors"),
     (("t0 = torch.nested.nested_tensor_from_jagged(torch.zeros(1), torch.tensor([0, 1, 1]))",),
      "p0 = t0.unbind()[0]\np0.resize_(0)", "fake-dynamic", "op:jagged-component-resize-data-dependent"),
+    # (the control's static sizes decide this view without a guard)
+    (("t1 = torch.nested.nested_tensor_from_jagged(torch.arange(4.).reshape(2, 2, 1), "
+      "torch.tensor([0, 1, 2]))", "t0 = t1.transpose(1, 2)"),
+     "p0 = t0.values()\np1 = t0.unbind()[0]\np2 = p1.view((2, 1, 1, 1))", "fake-dynamic",
+     "behaviour-view-of-an-unbacked-size-guards-beside-symbolic-sizes"),
 ])
 def test_what_a_long_run_met_is_registered(lines: tuple[str, ...], program: str, converter: str,
                                             entry: str) -> None:

@@ -1940,4 +1940,55 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+
+_VIEWS = re.compile(r"\.(view|reshape|flatten)\(")
+
+
+def _view_guarded_on_an_unbacked_size(d: StepDifference) -> bool:
+    """A view the real side made and the converted side refused, because
+    deciding it needed a guard on an unbacked (data-dependent) size."""
+    return (d.attribute == "raised" and d.real == "nothing" and bool(_VIEWS.search(d.source))
+            and "data-dependent expression" in d.fake)
+
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-view-of-an-unbacked-size-guards-beside-symbolic-sizes",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded("behaviour_differences", _view_guarded_on_an_unbacked_size,
+                                in_family=lambda t: layout_name(t) == "jagged"),
+    converters=where(symbolic=True),
+    reason=(
+        "A view of a component of a converted nested jagged tensor raises where eager views "
+        "it.  The component (unbind()[i] of a transposed nested jagged tensor) has an "
+        "unbacked size u0 (its length is data the fake does not carry) beside the "
+        "converter's symbolic sizes (s0, u0, 1), strides (1, s0, 1); viewing it as "
+        "(2, 1, 1, 1) asks whether u0 == 1, which cannot be guarded on ('Could not guard on "
+        "data-dependent expression Eq(u0, 1)'). Unbacked semantics by design. The control, "
+        "made under a mode whose other sizes are static (2, u0, 1), decides the same view "
+        "without that guard, so it does not show the difference (where it cannot decide "
+        "either, the difference is the operator's: op:view-of-unbacked-size-assumes-its-value)"
+    ),
+    link=BY_DESIGN,
+    reproducer=(
+        "import torch\n"
+        "from pytest_metafidelity.converters import make_converter\n"
+        "def component(t):\n"
+        "    return t.transpose(1, 2).unbind()[0]\n"
+        "t = torch.nested.nested_tensor_from_jagged(torch.arange(4.).reshape(2, 2, 1), "
+        "torch.tensor([0, 1, 2]))\n"
+        "assert component(t).view((2, 1, 1, 1)).shape == (2, 1, 1, 1)\n"
+        "converter = make_converter('fake-dynamic')  # every size dynamic, as Dynamo marks them\n"
+        "f = converter.convert(t)\n"
+        "with converter.mode:\n"
+        "    try:\n"
+        "        component(f).view((2, 1, 1, 1))\n"
+        "    except Exception as e:\n"
+        "        assert 'Could not guard on data-dependent expression' in str(e)\n"
+        "    else:\n"
+        "        raise AssertionError('the converted component viewed')\n"
+    ),
+))
+
+
 ENTRIES = _BEHAVIOUR_ENTRIES
