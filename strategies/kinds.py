@@ -101,11 +101,6 @@ def _validate(name: Any, summary: Any, *, needs_context: Any, family: Any, progr
     if programs is not True and not (isinstance(programs, str) and programs.strip()):
         raise _declaration_error(name, f"programs={programs!r} must be True (programs run on "
                                        "its tensors) or a non-empty str saying why they do not")
-    if programs is True and needs_context:
-        raise _declaration_error(name, "programs=True with needs_context=True: programs never "
-                                       "run inside a functorch level or mode; declare why not, "
-                                       "e.g. programs='the tensors only exist inside a "
-                                       "functorch level or mode'")
     if cost_ms is not None and (isinstance(cost_ms, bool) or not isinstance(cost_ms, (int, float))
                                 or not math.isfinite(cost_ms) or cost_ms <= 0):
         raise _declaration_error(name, f"cost_ms={cost_ms!r} must be a positive number of "

@@ -61,6 +61,7 @@ import dataclasses
 import functools
 import random
 import textwrap
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from hypothesis import event, target
@@ -71,12 +72,14 @@ from .aten_steps import aten_steps
 from .described import recipe_for
 from .kinds import all_kinds
 from .recipe import Recipe, recipe_of
-from .tensor_facts import (COMPRESSED_LAYOUTS, base_of, in_shared_memory, is_wrapper_subclass,
-                           is_zero_tensor, layout_name, reaches_past_storage, storage_too_small,
-                           walk_real)
+from .tensor_facts import (COMPRESSED_LAYOUTS, base_of, in_shared_memory, is_functorch_wrapped,
+                           is_wrapper_subclass, is_zero_tensor, layout_name, reaches_past_storage,
+                           storage_too_small, walk_real)
 from .torch_errors import release_frames
 
 MAX_STEPS = 6
+# The start of vmap's UserWarning about an op without a batching rule.
+NO_BATCHING_RULE = "There is a performance drop because we have not yet implemented the batching rule"
 # Names of the tensors a program makes: p0, p1, ... (recipes use t, s, ...).
 OUTPUT_PREFIX = "p"
 # Contexts a step may run in; index 0 (none) is what shrinking prefers.
@@ -187,10 +190,12 @@ def run_step(step: Step, namespace: dict[str, Any]) -> BaseException | None:
     after the step, where they break unrelated examples (a later ``* 2``
     that no longer requires grad; see :mod:`.torch_errors`).  So the frames
     are cleared and the traceback dropped inside a guard restoring the key
-    sets."""
+    sets.  vmap's notice that an op has no batching rule (it runs one
+    example at a time) is not news about the conversion: it is silenced."""
     import torch
 
-    with torch._C._PreserveDispatchKeyGuard():
+    with torch._C._PreserveDispatchKeyGuard(), warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=NO_BATCHING_RULE)
         try:
             exec(compile(step.source, "<metafidelity program>", "exec"), namespace)
         except Exception as e:
@@ -903,8 +908,6 @@ def draw_steps(ch: Choices, inputs: Sequence[str], tensors: Sequence[Any],
 
 def applicable(recipe: Recipe) -> str | None:
     """Why programs do not apply to the recipe's tensors, or None."""
-    if recipe.contexts:
-        return "the tensors only exist inside a functorch level or mode"
     registry = all_kinds()
     for name in recipe.kinds:
         if name == "described":  # tensors made by hand: why_no_programs() judges them
@@ -961,6 +964,9 @@ def why_no_programs(tensors: Sequence[Any]) -> str | None:
             # (even a view op reads its value: transpose(0, 0) segfaults eager)
             return (f"{path} is a C++ functional tensor whose value reaches past the end of "
                     "its storage: any op on it crashes eager")
+        if is_functorch_wrapped(t) and reaches_past_storage(t):
+            return (f"{path} is a functorch wrapper whose inner tensor reaches past the end of "
+                    "its storage: an op on it crashes eager (torch._neg_view segfaults)")
         if _safe(lambda: bool(t.is_quantized)):
             return f"{path} is quantized"
         if layout_name(t) not in ("strided", "sparse_coo", *COMPRESSED_LAYOUTS, "jagged",
@@ -983,25 +989,34 @@ def _recipe_of(tensors: Any) -> Recipe:
     return recipe
 
 
-def _scratch(recipe: Recipe) -> tuple[tuple[Any, ...] | None, str | None]:
-    """A fresh copy of the recipe's tensors to draw against, or why not."""
+@contextlib.contextmanager
+def _scratch(recipe: Recipe) -> Iterator[tuple[tuple[Any, ...] | None, str | None]]:
+    """A fresh copy of the recipe's tensors to draw against, or why not;
+    built, and drawn against, inside the recipe's contexts (a functorch
+    level), which stay active until the block ends."""
     reason = applicable(recipe)
     if reason is not None:
-        return None, reason
-    try:
-        tensors = recipe.build()
-    except Exception as e:
-        return None, f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
-    reason = why_no_programs(tensors)
-    return (None, reason) if reason is not None else (tensors, None)
+        yield None, reason
+        return
+    with recipe.active_contexts() as namespace:
+        tensors: tuple[Any, ...] | None = None
+        try:
+            tensors = recipe.build_in(namespace)
+        except Exception as e:
+            reason = f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
+        if tensors is not None:
+            reason = why_no_programs(tensors)
+        yield (None, reason) if reason is not None else (tensors, None)
 
 
 def programs(tensors: Any, *, max_steps: int = MAX_STEPS) -> st.SearchStrategy[Program]:
     """Programs of 1 to ``max_steps`` steps over ``tensors``: a recipe, or
     tensors drawn from this package's strategies (or made by hand: their
-    recipe is then written from their metadata).  Where programs do not
-    apply (sparse layouts, wrappers, tensors living in a functorch level),
-    the program is empty and its ``reason`` says why; nothing is drawn."""
+    recipe is then written from their metadata).  A recipe whose tensors
+    live in a functorch level has its program drawn inside that level.
+    Where programs do not apply (quantized tensors, a kind that declares
+    why not), the program is empty and its ``reason`` says why; nothing is
+    drawn."""
     if not isinstance(max_steps, int) or not 1 <= max_steps <= 50:
         from hypothesis.errors import InvalidArgument
 
@@ -1014,10 +1029,10 @@ def programs(tensors: Any, *, max_steps: int = MAX_STEPS) -> st.SearchStrategy[P
 # every call -- the suite asks for a program strategy per example.
 @st.composite
 def _draw_program(draw: Any, recipe: Any, max_steps: int) -> Program:
-    scratch, reason = _scratch(recipe)
-    if scratch is None:
-        return Program(recipe.outputs, reason=reason or "")
-    program = draw_steps(DrawnChoices(draw), recipe.outputs, scratch, max_steps)
+    with _scratch(recipe) as (scratch, reason):
+        if scratch is None:
+            return Program(recipe.outputs, reason=reason or "")
+        program = draw_steps(DrawnChoices(draw), recipe.outputs, scratch, max_steps)
     for step in program.steps:
         event(f"program op: {step.op}")
     event(f"program steps: {len(program)}")
@@ -1039,8 +1054,8 @@ def seeded_programs(tensors: Any, n: int, *, seed: int = 0,
     rng = random.Random(seed)
     out = []
     for _ in range(n):
-        scratch, reason = _scratch(recipe)
-        if scratch is None:
-            return [Program(recipe.outputs, reason=reason or "")]
-        out.append(draw_steps(RandomChoices(rng), recipe.outputs, scratch, max_steps))
+        with _scratch(recipe) as (scratch, reason):
+            if scratch is None:
+                return [Program(recipe.outputs, reason=reason or "")]
+            out.append(draw_steps(RandomChoices(rng), recipe.outputs, scratch, max_steps))
     return out

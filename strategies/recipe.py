@@ -134,6 +134,18 @@ class Recipe:
         with self.active_contexts() as namespace:
             return self.build_in(namespace)
 
+    def build_again(self) -> tuple[Any, ...]:
+        """Build the tensors once more, for a check that runs on them.  A
+        recipe whose tensors only exist inside its contexts (a functorch
+        level) builds them inside the contexts active now -- the caller's,
+        who entered them with :meth:`active_contexts` to make the tensors
+        being checked -- so that the copies live at the same levels."""
+        if not self.contexts:
+            return self.build()
+        namespace: dict[str, Any] = {}
+        exec(compile(self.header(), RECIPE_FILENAME, "exec"), namespace)
+        return self.build_in(namespace)
+
 
 @dataclasses.dataclass(frozen=True)
 class FunctionRecipe:
@@ -148,6 +160,9 @@ class FunctionRecipe:
     def build(self) -> tuple[Any, ...]:
         made = self.make()
         return tuple(made) if isinstance(made, (tuple, list)) else (made,)
+
+    def build_again(self) -> tuple[Any, ...]:
+        return self.build()
 
 
 def raised_by_recipe(error: BaseException, recipe: Recipe | FunctionRecipe) -> bool:

@@ -346,11 +346,14 @@ def reaches_past_storage(t: Any) -> bool:
     a wrapper subclass's inner tensors), reaches past the end of its
     storage: an op on ``t`` may read or write there (a wrapper's own
     ``untyped_storage()`` holds nothing to check), and so does one on a C++
-    functional tensor whose value reaches past its storage."""
+    functional tensor whose value reaches past its storage, or on a functorch
+    wrapper whose inner tensor does."""
     if any(storage_too_small(u) for _, u in walk_real(["t"], [t])):
         return True
-    value = functional_value(t)
-    return value is not None and reaches_past_storage(value)
+    inner = functional_value(t)
+    if inner is None:
+        inner = functorch_unwrapped(t)
+    return inner is not None and reaches_past_storage(inner)
 
 
 # -- autograd ----------------------------------------------------------------------------------

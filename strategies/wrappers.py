@@ -68,7 +68,10 @@ PROGRAMS_NOT_RUN_FUNCTIONAL_VIEW = (
     "every converter refuses views of C++ functional tensors by design "
     "(functional-view-refused): no converted tensor to run a program on"
 )
-PROGRAMS_NOT_RUN_IN_CONTEXT = "the tensors only exist inside a functorch level or mode"
+PROGRAMS_NOT_RUN_UNDER_THE_MODE = (
+    "the check makes the real side's copies by writing the given tensors' bytes into rebuilt "
+    "ones, and a FunctionalTensor's storage refuses it ('Attempted to call copy_() on an "
+    "invalid python storage'): not supported yet")
 
 
 @kind("functional", "C++ functional tensor (torch._to_functional_tensor) of a dense tensor or view; "
@@ -140,7 +143,7 @@ def _ft_unavailable() -> str | None:
 
 @kind("functional_tensor_mode", "FunctionalTensor under a live FunctionalTensorMode: wrapped, made by a "
       "factory, viewed, mutated, requiring grad",
-      unavailable=_ft_unavailable, needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT,
+      unavailable=_ft_unavailable, needs_context=True, programs=PROGRAMS_NOT_RUN_UNDER_THE_MODE,
       cost_ms=7)
 def functional_tensor_mode_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(FT_CASES))
@@ -276,7 +279,7 @@ def _top_case(draw: Any, b: RecipeBuilder, t: str, prefix: str, cases: tuple[str
 
 @kind("functorch_batched", "functorch BatchedTensor inside live vmap levels (nested vmap/grad levels too)",
       unavailable=_functorch_unavailable,
-      needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT, cost_ms=5)
+      needs_context=True, programs=True, cost_ms=5)
 def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     t = _draw_functorch(draw, b, cfg, "vmap")
     return [_top_case(draw, b, t, "functorch_batched", ("wrapped", "view"))]
@@ -284,7 +287,7 @@ def functorch_batched_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[
 
 @kind("functorch_grad", "functorch GradTrackingTensor inside a live grad level (under vmap/grad levels "
       "too): leaf, requiring grad, non-leaf, view",
-      unavailable=_functorch_unavailable, needs_context=True, programs=PROGRAMS_NOT_RUN_IN_CONTEXT,
+      unavailable=_functorch_unavailable, needs_context=True, programs=True,
       cost_ms=5)
 def functorch_grad_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     t = _draw_functorch(draw, b, cfg, "grad")
@@ -364,7 +367,7 @@ def _functionalize_unavailable() -> str | None:
 @kind("functorch_functional", "functional tensor of a live torch.func.functionalize level (views "
       "reapplied or not): wrapped, viewed, mutated, non-leaf",
       unavailable=_functionalize_unavailable, needs_context=True,
-      programs=PROGRAMS_NOT_RUN_IN_CONTEXT, cost_ms=5)
+      programs=True, cost_ms=5)
 def functorch_functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     case = draw(st.sampled_from(FUNCTORCH_FUNCTIONAL_CASES))
     reapply_views = draw(st.booleans())

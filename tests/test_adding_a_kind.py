@@ -136,7 +136,6 @@ def test_programs_run_on_a_kind_exactly_when_it_declares_so(toys: tuple[str, str
     (dict(cost_ms=True), "cost_ms=True must be a positive number"),
     (dict(cost_ms="8"), "cost_ms='8' must be a positive number"),
     (dict(family="yes"), "family='yes' must be True or False"),
-    (dict(needs_context=True), "programs=True with needs_context=True: programs never run inside"),
 ])
 def test_a_bad_declaration_names_the_value_and_what_is_allowed(
         declaration: dict[str, Any], message: str) -> None:

@@ -289,11 +289,14 @@ class Lockstep:
         ``aliasing``, ``storage``, ``autograd`` and ``sparse`` readings (a
         sparse fake has no specified elements: its ``values()`` differ) and
         the ``wrappers`` check's own (a functorch wrapper whose level is
-        gone converts to a plain tensor: what ops on it do differs)."""
+        gone converts to a plain tensor: what ops on it do differs), with
+        the storage, autograd and oracle readings of the tensor inside a functorch
+        wrapper or a C++ functional tensor."""
         from .autograd import autograd_check
+        from .oracle import oracle_check
         from .sparse import sparse_check
         from .storage import storage_check
-        from .wrappers import functional_values, wrapping_mismatches
+        from .wrappers import unwrapped_values, wrapping_mismatches
 
         live = [n for n in self.real.live if n in self.other.live]
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
@@ -302,11 +305,13 @@ class Lockstep:
         with quiet_fake_tensor_log():  # (a dynamic sparse fake's _nnz() logs its assert)
             for fn in (storage_check, autograd_check, sparse_check, wrapping_mismatches):
                 found += fn(conv)  # (a crash is ours: an internal error of this check)
-            # and the storage of a C++ functional tensor's value, which
-            # functionalization writes whole (the wrappers check reads it)
-            for path, rv, fv in functional_values(conv):
-                found += storage_check(Conversion((path,), (rv,), (fv,), self.reader,
-                                                  inner=True))
+            # and the tensor inside a functorch wrapper or a C++ functional
+            # tensor (the wrappers check reads it): its autograd state, which
+            # ops on the wrapper act on, and its storage, which
+            # functionalization writes whole
+            for path, rv, fv in unwrapped_values(conv):
+                inner = Conversion((path,), (rv,), (fv,), self.reader, inner=True)
+                found += storage_check(inner) + autograd_check(inner) + oracle_check(inner)
         t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse",
                                   "wrappers"})
              if found else None)
@@ -452,7 +457,7 @@ def rebuild(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], 
     makes other tensors.  What comparing them raises is our error, and
     propagates (an internal error of the check, never "no program")."""
     try:
-        made = recipe.build()
+        made = recipe.build_again()
     except Exception as e:
         if not raised_by_recipe(e, recipe):
             raise  # ours: an internal error of the check
@@ -465,7 +470,7 @@ def rebuilt_or_why(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Te
                    ) -> tuple[Any, str | None]:
     """(copies, None), or (None, how the copies ``recipe`` made differ from
     ``originals``); what building or reading them raises propagates."""
-    return _as_copies(recipe.build(), originals, names)
+    return _as_copies(recipe.build_again(), originals, names)
 
 
 def _as_copies(copies: Any, originals: Sequence[torch.Tensor], names: Sequence[str]
@@ -518,7 +523,7 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
 
     if meta:
         with torch.device("meta"):
-            tensors = recipe.build()
+            tensors = recipe.build_again()
         if all(t.device.type == "meta" for _, t in walk_real(recipe.outputs, tensors)):
             return tensors, None
     if carries_real:
@@ -528,7 +533,7 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
             mode = FakeTensorMode(allow_non_fake_inputs=True)
         try:
             with mode:
-                return recipe.build(), mode
+                return recipe.build_again(), mode
         except Exception as e:
             if not raised_by_recipe(e, recipe):
                 raise
@@ -536,7 +541,7 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
     mode = FakeTensorMode(allow_non_fake_inputs=True)
     try:
         with mode:
-            return recipe.build(), mode
+            return recipe.build_again(), mode
     except Exception as e:
         if not raised_by_recipe(e, recipe):
             raise
@@ -546,7 +551,7 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
 
         mode = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv())
         with mode:
-            return recipe.build(), mode
+            return recipe.build_again(), mode
 
 
 def _fake_mode(fakes: Sequence[torch.Tensor]) -> Any:

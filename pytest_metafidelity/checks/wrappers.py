@@ -61,9 +61,17 @@ class _WrappingQueries:
         self.flags = [(key, fn) for key, fn in queries if fn is not None]
         self.level = _functorch("maybe_get_level")
         self.bdim = _functorch("maybe_get_bdim")
+        # functionalization's own state of a functional tensor: whether an
+        # in-place op mutated it, and the views it is regenerated through
+        # from its base when the base is mutated (its ViewMeta chain)
+        self.has_data_mutation = getattr(torch, "_functionalize_has_data_mutation", None)
+        self.view_metas = getattr(getattr(torch._C, "_functionalization", None),
+                                  "get_view_meta_sequence", None)
 
 
 _QUERIES: list[_WrappingQueries] = []
+# How many views a functional tensor's ViewMeta chain holds, as users read it.
+VIEW_CHAIN = "len(torch._C._functionalization.get_view_meta_sequence())"
 
 
 def _ask(fn: Any, t: Any) -> Any:
@@ -85,6 +93,12 @@ def read_wrapping(t: Any) -> dict[str, Any]:
     for key, fn in q.flags:
         flag = _ask(fn, t)
         out[key] = None if flag is None else bool(flag)
+    if out.get("torch._is_functional_tensor()"):
+        if q.has_data_mutation is not None:
+            out["torch._functionalize_has_data_mutation()"] = _ask(q.has_data_mutation, t)
+        if q.view_metas is not None:
+            views = _ask(q.view_metas, t)
+            out[VIEW_CHAIN] = None if views is None else len(views)
     if out.get("is_functorch_wrapped_tensor"):
         if q.level is not None:
             out["functorch level"] = _ask(q.level, t)
@@ -121,13 +135,32 @@ def wrapping_mismatches(conv: Conversion) -> list[Mismatch]:
     return found
 
 
-def functional_values(conv: Conversion) -> list[tuple[str, Any, Any]]:
-    """(path, real value, converted value) of every pair of C++ functional
-    tensors in ``conv`` and what they reach: the tensors they wrap, at
-    ``….unwrapped``, which the wrappers check checks as inner tensors."""
-    return [pair for path, real, fake in related(conv, inner=False)
-            for pair in _functional_values(path, real, fake, read_wrapping(real),
-                                           read_wrapping(fake))]
+def unwrapped_values(conv: Conversion) -> list[tuple[str, Any, Any]]:
+    """(path, real, converted) of the tensor inside every pair of functorch
+    wrappers and C++ functional tensors in ``conv`` and what they reach, at
+    ``….unwrapped``, level by level: what the wrappers check checks as inner
+    tensors (a subclass's inner tensors aside)."""
+    pairs = []
+    for path, real, fake in related(conv, inner=False):
+        expected, got = read_wrapping(real), read_wrapping(fake)
+        found = (_functorch_unwrapped(path, real, fake, expected, got)
+                 + _functional_values(path, real, fake, expected, got))
+        pairs += found
+        for inner_path, r, f in found:  # (functorch levels nest: a wrapper of a wrapper)
+            pairs += unwrapped_values(Conversion((inner_path,), (r,), (f,), conv.converter,
+                                                 inner=True))
+    return pairs
+
+
+def _functorch_unwrapped(path: str, real: Any, fake: Any, expected: dict[str, Any],
+                         got: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+    if not (expected.get("is_functorch_wrapped_tensor") and got.get("is_functorch_wrapped_tensor")):
+        return []
+    unwrap = _functorch("get_unwrapped")
+    if unwrap is None:
+        return []
+    ru, fu = safe(lambda: unwrap(real)), safe(lambda: unwrap(fake))
+    return [(f"{path}.unwrapped", ru, fu)] if ru is not None and fu is not None else []
 
 
 def _functional_values(path: str, real: Any, fake: Any, expected: dict[str, Any],
@@ -157,15 +190,8 @@ def wrappers_check(conv: Conversion) -> list[Mismatch]:
     for path, real, fake in related(conv, inner=False):
         expected, got = read_wrapping(real), read_wrapping(fake)
         found += _compare_wrapping(path, expected, got)
-        inner_pairs: list[tuple[str, Any, Any]] = []
-        if expected.get("is_functorch_wrapped_tensor") and got.get("is_functorch_wrapped_tensor"):
-            unwrap = _functorch("get_unwrapped")
-            if unwrap is not None:
-                ru, fu = safe(lambda: unwrap(real)), safe(lambda: unwrap(fake))
-                if ru is not None and fu is not None:
-                    inner_pairs.append((f"{path}.unwrapped", ru, fu))
-        else:
-            inner_pairs += _functional_values(path, real, fake, expected, got)
+        inner_pairs = (_functorch_unwrapped(path, real, fake, expected, got)
+                       + _functional_values(path, real, fake, expected, got))
         if is_traceable_wrapper_subclass(real) and is_traceable_wrapper_subclass(fake):
             fake_inner = dict(inner_tensors(fake))
             for attr, inner in inner_tensors(real):

@@ -544,3 +544,104 @@ ENTRIES.append(KnownDifference(
         "assert torch._from_functional_tensor(w) is not before and w.stride() == (2, 1)\n"
     ),
 ))
+
+
+def _functionalization_state(t: Any, query: str) -> Any:
+    """What functionalization says of ``t`` (a C++ functional tensor, also
+    one of a functorch level) through ``torch.<query>``, or None."""
+    import torch
+
+    from ...strategies.torch_errors import safe
+
+    if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
+        return None
+    return safe(lambda: getattr(torch, query)(t), None)
+
+
+def functional_tensor_mutated(case: Case) -> bool:
+    """A functional tensor that an in-place op on it (or on a view of it)
+    mutated: functionalization records it."""
+    return bool(_functionalization_state(case.tensor, "_functionalize_has_data_mutation"))
+
+
+ENTRIES.append(KnownDifference(
+    id="functional-mutation-forgotten",
+    check="wrappers",
+    attribute=r"torch\._functionalize_has_data_mutation\(\)",
+    applies=functional_tensor_mutated,
+    reason=(
+        "A C++ functional tensor (also one of a torch.func.functionalize level) that an "
+        "in-place op mutated: torch._functionalize_has_data_mutation(t) is True.  "
+        "MetaConverter converts the value inside it and wraps the result again "
+        "(torch._to_functional_tensor, or _wrap_functional_tensor at the level): a new "
+        "wrapper, whose functionalization history starts empty, so the fake says False.  "
+        "At a functionalize level the history shows: detach() and views of a mutated tensor "
+        "get a version counter of their own in eager, and share the fake's"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "w = torch._to_functional_tensor(torch.zeros(2))\n"
+        "w.mul_(2)\n"
+        "assert torch._functionalize_has_data_mutation(w)\n"
+        "assert not torch._functionalize_has_data_mutation(FakeTensorMode().from_tensor(w))\n"
+    ),
+))
+
+
+def functional_view_with_a_chain(case: Case) -> bool:
+    """A functional tensor that functionalization regenerates from its base
+    through views (its ViewMeta chain is not empty): a view of a functional
+    tensor of a functorch level (views of C++ functional tensors are refused:
+    functional-view-refused)."""
+    import torch
+
+    from ...strategies.torch_errors import safe
+
+    t = case.tensor
+    if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
+        return False
+    chain = getattr(getattr(torch._C, "_functionalization", None), "get_view_meta_sequence",
+                    None)
+    return chain is not None and bool(safe(lambda: len(chain(t)), 0))
+
+
+ENTRIES.append(KnownDifference(
+    id="functionalize-view-chain-dropped",
+    check="wrappers",
+    attribute=r"len\(torch\._C\._functionalization\.get_view_meta_sequence\(\)\)",
+    applies=functional_view_with_a_chain,
+    reason=(
+        "A view of a functional tensor of a torch.func.functionalize level (y[1:]) is a "
+        "view inside functionalization only: its wrapper has no _base, and functionalization "
+        "keeps the views that regenerate it from its base (its ViewMeta chain, "
+        "torch._C._functionalization.get_view_meta_sequence).  MetaConverter converts the "
+        "value inside it and wraps the result at the level: a functional tensor with the "
+        "same sizes, strides and offset but an empty chain, a base.  An in-place op on it "
+        "then replaces its value (zero_(): the storage offset becomes 0) where eager's "
+        "writes the base and regenerates the view (offset kept), and set_() runs where "
+        "eager's replay of the chain raises"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from torch._subclasses.fake_tensor import FakeTensorMode\n"
+        "from pytest_metafidelity.strategies.wrappers import functionalize_level\n"
+        "chain = torch._C._functionalization.get_view_meta_sequence\n"
+        "with functionalize_level(True):  # views reapplied\n"
+        "    with torch._C._DisableFuncTorch():\n"
+        "        x = torch.empty(0).set_(torch.arange(4.).untyped_storage(), 1, (2,), (1,))\n"
+        "    y = torch._C._functorch._wrap_functional_tensor(x, "
+        "torch._C._functorch.current_level())\n"
+        "    t = y[1:]\n"
+        "    mode = FakeTensorMode()\n"
+        "    f = mode.from_tensor(t)\n"
+        "    assert (len(chain(t)), len(chain(f))) == (1, 0)\n"
+        "    assert t.storage_offset() == f.storage_offset() == 2\n"
+        "    t.zero_()\n"
+        "    with mode:\n"
+        "        f.zero_()\n"
+        "    assert (t.storage_offset(), f.storage_offset()) == (2, 0)\n"
+    ),
+))
