@@ -1960,7 +1960,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     converters=where(symbolic=True),
     reason=(
         "A view of a component of a converted nested jagged tensor raises where eager views "
-        "it.  The component (unbind()[i] of a transposed nested jagged tensor) has an "
+        "it: the component (unbind()[i] of a transposed nested jagged tensor) has an "
         "unbacked size u0 (its length is data the fake does not carry) beside the "
         "converter's symbolic sizes (s0, u0, 1), strides (1, s0, 1); viewing it as "
         "(2, 1, 1, 1) asks whether u0 == 1, which cannot be guarded on ('Could not guard on "

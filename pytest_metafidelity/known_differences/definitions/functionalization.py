@@ -570,9 +570,9 @@ ENTRIES.append(KnownDifference(
     attribute=r"torch\._functionalize_has_data_mutation\(\)",
     applies=functional_tensor_mutated,
     reason=(
-        "A C++ functional tensor (also one of a torch.func.functionalize level) that an "
-        "in-place op mutated: torch._functionalize_has_data_mutation(t) is True.  "
-        "MetaConverter converts the value inside it and wraps the result again "
+        "Converting a mutated functional tensor forgets the mutation: a C++ functional "
+        "tensor (also one of a torch.func.functionalize level) that an in-place op mutated "
+        "has torch._functionalize_has_data_mutation(t) True.  MetaConverter converts the value inside it and wraps the result again "
         "(torch._to_functional_tensor, or _wrap_functional_tensor at the level): a new "
         "wrapper, whose functionalization history starts empty, so the fake says False.  "
         "At a functionalize level the history shows: detach() and views of a mutated tensor "
@@ -613,8 +613,8 @@ ENTRIES.append(KnownDifference(
     attribute=r"len\(torch\._C\._functionalization\.get_view_meta_sequence\(\)\)",
     applies=functional_view_with_a_chain,
     reason=(
-        "A view of a functional tensor of a torch.func.functionalize level (y[1:]) is a "
-        "view inside functionalization only: its wrapper has no _base, and functionalization "
+        "Converting a view of a functional tensor of a torch.func.functionalize level drops "
+        "its ViewMeta chain; such a view (y[1:]) is a view inside functionalization only: its wrapper has no _base, and functionalization "
         "keeps the views that regenerate it from its base (its ViewMeta chain, "
         "torch._C._functionalization.get_view_meta_sequence).  MetaConverter converts the "
         "value inside it and wraps the result at the level: a functional tensor with the "
@@ -626,14 +626,15 @@ ENTRIES.append(KnownDifference(
     link=UNFILED,
     reproducer=(
         "import torch\n"
+        "from torch._functorch.eager_transforms import _func_decrement_nesting, "
+        "_func_increment_nesting\n"
         "from torch._subclasses.fake_tensor import FakeTensorMode\n"
-        "from pytest_metafidelity.strategies.wrappers import functionalize_level\n"
         "chain = torch._C._functionalization.get_view_meta_sequence\n"
-        "with functionalize_level(True):  # views reapplied\n"
+        "level = _func_increment_nesting(True)  # what torch.func.functionalize enters\n"
+        "try:\n"
         "    with torch._C._DisableFuncTorch():\n"
         "        x = torch.empty(0).set_(torch.arange(4.).untyped_storage(), 1, (2,), (1,))\n"
-        "    y = torch._C._functorch._wrap_functional_tensor(x, "
-        "torch._C._functorch.current_level())\n"
+        "    y = torch._C._functorch._wrap_functional_tensor(x, level)\n"
         "    t = y[1:]\n"
         "    mode = FakeTensorMode()\n"
         "    f = mode.from_tensor(t)\n"
@@ -643,5 +644,7 @@ ENTRIES.append(KnownDifference(
         "    with mode:\n"
         "        f.zero_()\n"
         "    assert (t.storage_offset(), f.storage_offset()) == (2, 0)\n"
+        "finally:\n"
+        "    _func_decrement_nesting()\n"
     ),
 ))
