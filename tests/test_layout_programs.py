@@ -323,6 +323,15 @@ def test_no_step_touches_the_elements_of_a_wrapper_whose_inner_storage_is_too_sm
       "torch.tensor([0, 1, 2]))", "t0 = t1.transpose(1, 2)"),
      "p0 = t0.values()\np1 = t0.unbind()[0]\np2 = p1.view((2, 1, 1, 1))", "fake-dynamic",
      "behaviour-view-of-an-unbacked-size-guards-beside-symbolic-sizes"),
+    # (a nested wrapper's offset is its inner tensors': their storage differs)
+    ((TWO_TENSOR, *(f"d{i} = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 1, (0, 0, 0), "
+                    "(0, 0, 0))" for i in range(4)),
+      "t1 = TwoTensor(TwoTensor(d0, d1), TwoTensor(d2, d3))", "t0 = t1[0:0:1]"),
+     "p0 = t0.transpose(0, 0)\np1 = t0.view(-1)\np2 = p1.view(-1)\np3 = p1.reshape((0,))", "fake",
+     "op:zero-element-view-dispatch-cache"),
+    ((SCALED, "x = torch.arange(2.).reshape((1, 1, 2)).transpose(0, 2)",
+      "t0 = ScaledTensor(x, 1.0, '')"),
+     "t0.set_()\np1 = t0[:, 0:0]", "fake-dynamic", "behaviour-symbolic-slice-of-a-half-set-wrapper"),
 ])
 def test_what_a_long_run_met_is_registered(lines: tuple[str, ...], program: str, converter: str,
                                             entry: str) -> None:

@@ -66,7 +66,8 @@ class OnControl:
                  real_shape: tuple[int, ...] | None = None) -> bool:
         """Whether the control's difference ``mismatch`` of the step
         ``statement`` is this one; ``same_path``: the step's mismatches at its
-        path (itself included); ``real_shape``: the shape of the real tensor
+        path (itself included) and inside the tensor there (a wrapper's inner
+        tensors, ``….a``); ``real_shape``: the shape of the real tensor
         at that path.  A predicate that raises raises (the caller names the
         entry)."""
         if re.search(self.statement, statement) is None:

@@ -205,7 +205,9 @@ def operator_differences(converter: str, statement: str, mismatches: Sequence[An
               and (e.on_control.errors_decide or not without_control)]
     found = []
     for m in mismatches:
-        same_path = [x for x in mismatches if x.path == m.path]
+        # (what differs inside a wrapper explains the wrapper too: the
+        # storage offset it reports is its inner tensors')
+        same_path = [x for x in mismatches if x.path == m.path or x.path.startswith(m.path + ".")]
         shape = (real_shapes or {}).get(m.path)
         entry = next((e for e in active if e.explains_on_control(statement, m, same_path, shape)),
                      None)

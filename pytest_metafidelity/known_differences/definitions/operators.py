@@ -156,8 +156,9 @@ NOT_A_VIEW_OFFSET = r"storage_offset\(\)"
 def made_on_own_storage(m: Any, same_path: Sequence[Any]) -> bool:
     """A difference of a view op's output that is not a view: a NOT_A_VIEW
     attribute, or its ``storage_offset()`` -- 0 on the fake side, where the
-    same output's storage identity differs too (the output was made on a
-    storage of its own, by empty_strided)."""
+    same output's storage identity differs too, or that of a tensor inside
+    it (a wrapper subclass's offset is its inner tensors'): the output was
+    made on a storage of its own, by empty_strided."""
     if m.attribute != "storage_offset()":
         return True
     return str(m.fake) == "0" and any(x.attribute == "storage identity" for x in same_path)
