@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from pytest_metafidelity.converters import available_converters
 from pytest_metafidelity.faithful import check_faithful
 from pytest_metafidelity.strategies import recipes
-from pytest_metafidelity.strategies.kinds import program_kinds
+from pytest_metafidelity.strategies.kinds import available_kinds, program_kinds
 from pytest_metafidelity.strategies.programs import programs, run_step
 
 
@@ -38,15 +38,18 @@ def measure(kind: str, converter: str, examples: int, tally: Counter) -> None:
     def run(data: st.DataObject) -> None:
         recipe = data.draw(recipes(kinds=[kind], family=None))
         program = data.draw(programs(recipe))
-        tensors = recipe.build()
-        outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
-                                 program=program).outcomes[0]
+        # (inside the recipe's functorch level, where its tensors live, if it has one)
+        with recipe.active_contexts() as built_in:
+            tensors = recipe.build_in(built_in)
+            outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
+                                     program=program).outcomes[0]
         tally["examples"] += 1
         tally[outcome.status] += 1
         if not program.steps:
             return
-        namespace = {"torch": torch, **dict(zip(recipe.outputs, recipe.build()))}
-        raised = [run_step(step, namespace) is not None for step in program.steps]
+        with recipe.active_contexts() as built_in:
+            namespace = {"torch": torch, **dict(zip(recipe.outputs, recipe.build_in(built_in)))}
+            raised = [run_step(step, namespace) is not None for step in program.steps]
         tally["programs"] += 1
         tally["steps"] += len(raised)
         tally["steps raised"] += sum(raised)
@@ -63,7 +66,8 @@ def main() -> None:
     start = time.perf_counter()
     for converter in converters:
         for kind in program_kinds():
-            measure(kind, converter, examples, tally)
+            if kind in available_kinds():  # (user_subclass: only with a subclass registered)
+                measure(kind, converter, examples, tally)
     seconds = time.perf_counter() - start
     print(f"{tally['examples']} examples in {seconds:.1f} s: "
           f"{tally['examples'] / seconds:.1f} examples/s")
