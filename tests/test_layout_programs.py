@@ -332,6 +332,12 @@ def test_no_step_touches_the_elements_of_a_wrapper_whose_inner_storage_is_too_sm
     ((SCALED, "x = torch.arange(2.).reshape((1, 1, 2)).transpose(0, 2)",
       "t0 = ScaledTensor(x, 1.0, '')"),
      "t0.set_()\np1 = t0[:, 0:0]", "fake-dynamic", "behaviour-symbolic-slice-of-a-half-set-wrapper"),
+    # (met by the default 40 s run)
+    (("x = torch.zeros(1, 4, 2, 3, 1, dtype=torch.complex128, requires_grad=True)",
+      "t0 = torch._neg_view(x.conj()).narrow(2, 2, 0)"),
+     "with torch.no_grad():\n    t0.transpose_(4, 3)\nwith torch.enable_grad():\n"
+     "    t0.sum().abs().backward()", "meta",
+     "behaviour-meta-conj-view-regrads-after-a-metadata-op"),
 ])
 def test_what_a_long_run_met_is_registered(lines: tuple[str, ...], program: str, converter: str,
                                             entry: str) -> None:

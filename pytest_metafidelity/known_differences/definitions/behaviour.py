@@ -2056,4 +2056,48 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+
+_BEHAVIOUR_ENTRIES.append(KnownDifference(
+    id="behaviour-meta-conj-view-regrads-after-a-metadata-op",
+    check="behaviour",
+    attribute=r"raised",
+    applies=_behaviour_recorded(
+        "behaviour_differences",
+        lambda d: (d.attribute == "raised" and d.fake == "nothing"
+                   and "returned an invalid gradient" in d.real),
+        in_family=_conj_view),
+    converters=where(fake_tensors=False),
+    reason=(
+        "Backward through a meta converter's conjugate view runs after an in-place metadata "
+        "op under no_grad, where eager raises: x.conj().narrow(2, 1, 1) of a leaf requiring "
+        "grad, then t.transpose_(-1, -2) under no_grad; in eager the view keeps the autograd "
+        "history it had before (its input metadata has the old shape), so backward raises "
+        "'Function SumBackward0 returned an invalid gradient at index 0 - got [1, 4, 1, 1, 3] "
+        "but expected shape compatible with [1, 4, 1, 3, 1]', and so do the fake converters "
+        "and a view made directly on the meta device; the meta converter's view (rebuilt "
+        "from its base with as_strided and the conj bit) has a history that follows the new "
+        "shape, and backward runs"
+    ),
+    link=UNFILED,
+    reproducer=(
+        "import torch\n"
+        "from pytest_metafidelity.converters import make_converter\n"
+        "def view(device='cpu'):\n"
+        "    x = torch.zeros(1, 4, 2, 3, 1, dtype=torch.complex128, device=device, "
+        "requires_grad=True)\n"
+        "    return x.conj().narrow(2, 1, 1)\n"
+        "def backward(t):\n"
+        "    with torch.no_grad():\n"
+        "        t.transpose_(-1, -2)\n"
+        "    try:\n"
+        "        t.sum().abs().backward()\n"
+        "    except RuntimeError as e:\n"
+        "        assert 'returned an invalid gradient' in str(e)\n"
+        "        return 'raised'\n"
+        "    return 'ran'\n"
+        "assert backward(view()) == backward(view('meta')) == 'raised'\n"
+        "assert backward(make_converter('meta').convert(view())) == 'ran'\n"
+    ),
+))
+
 ENTRIES = _BEHAVIOUR_ENTRIES
