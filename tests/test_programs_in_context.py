@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_metafidelity import check_faithful
+from pytest_metafidelity.checks.behaviour import Lockstep
 from pytest_metafidelity.faithful import KNOWN, PASSED
 from pytest_metafidelity.strategies import Recipe, all_kinds
 from pytest_metafidelity.strategies.programs import seeded_programs, why_no_programs
@@ -78,9 +79,14 @@ def test_programs_are_drawn_inside_the_level(recipe: Recipe) -> None:
 @pytest.mark.parametrize("recipe", [BATCHED, GRAD_TRACKING, FUNCTIONAL],
                          ids=["vmap", "grad", "functionalize"])
 @pytest.mark.parametrize("converter", ["fake", "fake-dynamic", "refake"])
-def test_a_program_runs_alike_inside_the_level(recipe: Recipe, converter: str) -> None:
+def test_a_program_runs_alike_inside_the_level(recipe: Recipe, converter: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    started = []
+    start = Lockstep.start
+    monkeypatch.setattr(Lockstep, "start", lambda self: (started.append(self), start(self))[1])
     outcome = behaviour(recipe, "p0 = t.view(-1)\np0.mul_(2)\np1 = t.detach()", converter)
     assert outcome.status == PASSED, outcome.describe()
+    assert started, "the program never ran"  # (a check that skips it passes too)
 
 
 def test_a_step_that_differs_inside_the_level_is_found() -> None:
