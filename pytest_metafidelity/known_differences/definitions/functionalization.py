@@ -546,22 +546,27 @@ ENTRIES.append(KnownDifference(
 ))
 
 
-def _functionalization_state(t: Any, query: str) -> Any:
+def _functionalization_state(t: Any, query: Any) -> Any:
     """What functionalization says of ``t`` (a C++ functional tensor, also
-    one of a functorch level) through ``torch.<query>``, or None."""
+    one of a functorch level) through ``query`` (None where this torch has
+    no such query), or None."""
     import torch
 
     from ...strategies.torch_errors import safe
 
-    if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
+    if query is None or t is None or not safe(lambda: bool(torch._is_functional_tensor(t)),
+                                               False):
         return None
-    return safe(lambda: getattr(torch, query)(t), None)
+    return safe(lambda: query(t), None)
 
 
 def functional_tensor_mutated(case: Case) -> bool:
     """A functional tensor that an in-place op on it (or on a view of it)
     mutated: functionalization records it."""
-    return bool(_functionalization_state(case.tensor, "_functionalize_has_data_mutation"))
+    import torch
+
+    query = getattr(torch, "_functionalize_has_data_mutation", None)
+    return bool(_functionalization_state(case.tensor, query))
 
 
 ENTRIES.append(KnownDifference(
@@ -572,11 +577,12 @@ ENTRIES.append(KnownDifference(
     reason=(
         "Converting a mutated functional tensor forgets the mutation: a C++ functional "
         "tensor (also one of a torch.func.functionalize level) that an in-place op mutated "
-        "has torch._functionalize_has_data_mutation(t) True.  MetaConverter converts the value inside it and wraps the result again "
-        "(torch._to_functional_tensor, or _wrap_functional_tensor at the level): a new "
-        "wrapper, whose functionalization history starts empty, so the fake says False.  "
-        "At a functionalize level the history shows: detach() and views of a mutated tensor "
-        "get a version counter of their own in eager, and share the fake's"
+        "has torch._functionalize_has_data_mutation(t) True.  MetaConverter converts the "
+        "value inside it and wraps the result again (torch._to_functional_tensor, or "
+        "_wrap_functional_tensor at the level): a new wrapper, whose functionalization "
+        "history starts empty, so the fake says False.  At a functionalize level the "
+        "history shows: detach() and views of a mutated tensor get a version counter of "
+        "their own in eager, and share the fake's"
     ),
     link=UNFILED,
     reproducer=(
@@ -597,14 +603,9 @@ def functional_view_with_a_chain(case: Case) -> bool:
     functional-view-refused)."""
     import torch
 
-    from ...strategies.torch_errors import safe
-
-    t = case.tensor
-    if t is None or not safe(lambda: bool(torch._is_functional_tensor(t)), False):
-        return False
-    chain = getattr(getattr(torch._C, "_functionalization", None), "get_view_meta_sequence",
+    query = getattr(getattr(torch._C, "_functionalization", None), "get_view_meta_sequence",
                     None)
-    return chain is not None and bool(safe(lambda: len(chain(t)), 0))
+    return bool(_functionalization_state(case.tensor, query))
 
 
 ENTRIES.append(KnownDifference(
@@ -614,9 +615,10 @@ ENTRIES.append(KnownDifference(
     applies=functional_view_with_a_chain,
     reason=(
         "Converting a view of a functional tensor of a torch.func.functionalize level drops "
-        "its ViewMeta chain; such a view (y[1:]) is a view inside functionalization only: its wrapper has no _base, and functionalization "
-        "keeps the views that regenerate it from its base (its ViewMeta chain, "
-        "torch._C._functionalization.get_view_meta_sequence).  MetaConverter converts the "
+        "its ViewMeta chain; such a view (y[1:]) is a view inside functionalization only: "
+        "its wrapper has no _base, and functionalization keeps the views that regenerate it "
+        "from its base (its ViewMeta chain, torch._C._functionalization."
+        "get_view_meta_sequence).  MetaConverter converts the "
         "value inside it and wraps the result at the level: a functional tensor with the "
         "same sizes, strides and offset but an empty chain, a base.  An in-place op on it "
         "then replaces its value (zero_(): the storage offset becomes 0) where eager's "
