@@ -86,6 +86,23 @@ class InternalError:
 
 
 @dataclasses.dataclass(frozen=True)
+class RealExtent:
+    """What the real tensor a step's difference is on spans: its ``shape``
+    as users read it (inside functorch levels, the logical shape) and the
+    elements its memory holds (``stored``: those of the tensor inside every
+    functorch wrapper -- a vmap over a batch of size 0 holds none, whatever
+    its logical shape).  Where it holds none, no stride moves through
+    memory."""
+
+    shape: tuple[int, ...]
+    stored: int
+
+    @property
+    def holds_no_elements(self) -> bool:
+        return self.stored == 0 or 0 in self.shape
+
+
+@dataclasses.dataclass(frozen=True)
 class StepDifference:
     """What a program step changed on one side only, as the ``behaviour``
     check recorded it where no control explained it: the registry's
@@ -98,8 +115,10 @@ class StepDifference:
     attribute: str  # e.g. "stride()", "raised", "values"
     real: str
     fake: str
-    numel: int | None  # elements of the real tensor it is on (None: none)
-    shape: tuple[int, ...] | None  # its shape
+    # elements the memory of the real tensor it is on holds (inside functorch
+    # wrappers, the innermost tensor's: RealExtent.stored; None: on no tensor)
+    numel: int | None
+    shape: tuple[int, ...] | None  # its shape (inside functorch levels, the logical one)
     path: str  # e.g. "t0", "t1._base", "*"
     source: str  # the step's source
     real_value: Any = dataclasses.field(default=None, compare=False)
@@ -117,6 +136,13 @@ class StepDifference:
             if all(i is not None or v is None for i, v in zip(items, value)):
                 return tuple(items)
         return None
+
+    @property
+    def extent(self) -> RealExtent | None:
+        """What the real tensor it is on spans (None: on no tensor)."""
+        if self.numel is None or self.shape is None:
+            return None
+        return RealExtent(self.shape, self.numel)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,8 +11,11 @@ from typing import Any
 import pytest
 
 from pytest_metafidelity import check_faithful
+from pytest_metafidelity import known_differences as kd
+from pytest_metafidelity.checks import Mismatch
 from pytest_metafidelity.checks.behaviour import Lockstep
 from pytest_metafidelity.faithful import KNOWN, PASSED
+from pytest_metafidelity.findings import RealExtent
 from pytest_metafidelity.strategies import Recipe, all_kinds
 from pytest_metafidelity.strategies.programs import seeded_programs, why_no_programs
 
@@ -167,3 +170,28 @@ def test_no_program_touches_a_wrapper_whose_inner_tensor_reaches_past_its_storag
         reason = why_no_programs(recipe.build_in(namespace))
     assert reason is not None and "inner tensor reaches past the end of its storage" in reason
     assert [p.steps for p in seeded_programs(recipe, 3)] == [()]
+
+
+def test_strides_over_a_batch_of_no_elements_are_the_degenerate_strides_difference() -> None:
+    # A grad wrapper over two vmap levels whose batches have size 0: the
+    # logical shape (1, 1, 2) has elements, the memory holds none.  expand()
+    # gives eager's strides of the empty channels_last_3d tensor (0, 1, 0)
+    # and the fake kernels contiguous ones (0, 2, 1), the control too: no
+    # stride moves through memory (met by a 30-minute run, functorch_grad).
+    recipe = Recipe(("with torch._C._DisableFuncTorch():",
+                     "    x = torch.arange(0.).reshape((1, 1, 2, 0, 0))"
+                     ".to(memory_format=torch.channels_last_3d)",
+                     f"t1 = torch._C._functorch._add_batch_dim(x, 3, {LEVEL} - 2)",
+                     f"t2 = torch._C._functorch._add_batch_dim(t1, 3, {LEVEL} - 1)",
+                     f"t = torch._C._functorch._wrap_for_grad(t2, {LEVEL})"),
+                    ("t",), FUNCTORCH,
+                    ("torch._functorch.vmap.vmap_increment_nesting(0, 'error')",) * 2 + (GRAD,))
+    for converter in ("fake", "fake-real"):
+        outcome = behaviour(recipe, "p0 = t.expand((3, 1, 2))", converter)
+        assert known_ids(outcome) == ["op:degenerate-strides"], converter
+        (_, m), = outcome.known
+        assert (m.real, m.fake) == ((0, 1, 0), (0, 2, 1)), outcome.describe()
+    # the same strides over elements are no such difference
+    assert not kd.by_id("op:degenerate-strides").explains_on_control(
+        "p0 = t.expand((3, 1, 2))", Mismatch("behaviour", "p0", "stride()", (0, 1, 0), (0, 2, 1)),
+        (), RealExtent((3, 1, 2), 6))

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
 from ..converters import clear_dispatch_cache
-from ..findings import StepDifference
+from ..findings import RealExtent, StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
 from ..strategies.recipe import raised_by_recipe
@@ -760,20 +760,27 @@ def _follows_known(conv: Conversion, program: Program, k: int, differs: list[Mis
 FOLLOWS = "follows from a known difference"
 
 
-def _numels(namespace: dict[str, Any], differs: list[Mismatch]) -> list[Any]:
-    """(elements, shape) of the real tensor each difference is on (None
-    where there is none)."""
+def _extents(namespace: dict[str, Any], differs: list[Mismatch]) -> list[RealExtent | None]:
+    """What the real tensor each difference is on spans (None where there
+    is none): its shape, and the elements held by the tensor inside its
+    functorch wrappers (a BatchedTensor's logical shape says nothing of a
+    batch of size 0)."""
+    from ..strategies.tensor_facts import functorch_unwrapped
     from ._util import resolve
 
     conv = Conversion(tuple(namespace), tuple(namespace.values()), tuple(namespace.values()),
                       None)
-    out: list[tuple[int | None, tuple[Any, ...] | None]] = []
+    out: list[RealExtent | None] = []
     for m in differs:
         t = resolve(conv, m.path)
         try:
-            out.append((int(t.numel()), tuple(t.shape)))
+            shape = tuple(int(n) for n in t.shape)
+            inner = t
+            while (unwrapped := functorch_unwrapped(inner)) is not None:
+                inner = unwrapped
+            out.append(RealExtent(shape, int(inner.numel())))
         except Exception:
-            out.append((None, None))
+            out.append(None)
     return out
 
 
@@ -829,26 +836,26 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
     converter_name = getattr(conv.converter, "name", "?")
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
-    numels = dict(zip(map(id, differs), _numels(namespace, differs)))
+    extents = dict(zip(map(id, differs), _extents(namespace, differs)))
     if control is None:
-        real_shapes = {m.path: numels[id(m)][1] for m in differs}
         entries = operator_differences(converter_name, step.source, differs,
-                                       without_control=True, real_shapes=real_shapes)
+                                       without_control=True,
+                                       real_extents={m.path: extents[id(m)] for m in differs})
         if entries is not None:
             return _as_op_differences(conv, entries, differs, lambda m: (
                 f"{where}; no control could be built, and the step's errors alone "
                 "show the operator difference"), k)
-        return _conversion_bugs(conv, step, differs, numels, names, namespace, k,
+        return _conversion_bugs(conv, step, differs, extents, names, namespace, k,
                                 f"{where}; no control could be built")
     own = [m for m in differs if _key(m) not in control]
     shared = [m for m in differs if _key(m) in control]
-    found = _conversion_bugs(conv, step, own, numels, names, namespace, k,
+    found = _conversion_bugs(conv, step, own, extents, names, namespace, k,
                              f"{where}; the control (the same tensors made directly under the "
                              "mode, not converted) does not differ: a conversion bug")
     if not shared:
         return found
     entries = operator_differences(converter_name, step.source, shared,
-                                   real_shapes={m.path: numels[id(m)][1] for m in shared})
+                                   real_extents={m.path: extents[id(m)] for m in shared})
     if entries is not None:
         return found + _as_op_differences(
             conv, entries, shared, lambda m: f"{where}; {m.attribute} differs on the control too",
@@ -864,14 +871,15 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
 
 
 def _conversion_bugs(conv: Conversion, step: Step, differs: list[Mismatch],
-                     numels: dict[int, Any], names: tuple[str, ...], namespace: dict[str, Any],
-                     k: int, detail: str) -> list[Mismatch]:
+                     extents: dict[int, RealExtent | None], names: tuple[str, ...],
+                     namespace: dict[str, Any], k: int, detail: str) -> list[Mismatch]:
     """``differs`` reported as they are, and recorded for the behaviour
     entries of the known-difference registry to read."""
     for m in differs:
-        numel, shape = numels[id(m)]
+        extent = extents[id(m)]
         conv.behaviour_differences.add(StepDifference(
-            m.attribute, str(m.real), str(m.fake), numel, shape, m.path, step.source,
+            m.attribute, str(m.real), str(m.fake), None if extent is None else extent.stored,
+            None if extent is None else extent.shape, m.path, step.source,
             real_value=StepDifference.plain(m.real), fake_value=StepDifference.plain(m.fake)))
         if m.attribute == "values" and _reads_uncopied(conv, names, namespace, m.path):
             conv.behaviour_uncopied_reads.add(m.path)

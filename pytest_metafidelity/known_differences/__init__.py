@@ -114,7 +114,7 @@ def triage(converter: str, mismatches: list[Any], conversion: Any, checks_run: I
 
 def operator_differences(converter: str, statement: str, mismatches: list[Any], *,
                          without_control: bool = False,
-                         real_shapes: dict[str, Any] | None = None,
+                         real_extents: dict[str, Any] | None = None,
                          entries: Iterable[KnownDifference] | None = None
                          ) -> list[KnownDifference] | None:
     """The operator differences a step's differences are, where the control
@@ -122,7 +122,7 @@ def operator_differences(converter: str, statement: str, mismatches: list[Any], 
     ``entries`` (default: the registry as it is at the call)."""
     return _triage.operator_differences(
         converter, statement, mismatches, KNOWN_DIFFERENCES if entries is None else entries,
-        without_control=without_control, real_shapes=real_shapes)
+        without_control=without_control, real_extents=real_extents)
 
 
 def registry() -> list[KnownDifference]:

@@ -10,6 +10,8 @@ import dataclasses
 import re
 from typing import Any, Callable, Iterable, Sequence
 
+from ..findings import RealExtent
+
 BY_DESIGN = "by design"
 # An upstream bug with no upstream report yet: ``python -m
 # pytest_metafidelity.upstream ID`` drafts one from the entry.
@@ -50,9 +52,10 @@ class OnControl:
     # Optional: holds for a mismatch (its ``real``/``fake`` sides), given every
     # mismatch of the step at the same path.
     applies: Callable[[Any, Sequence[Any]], bool] | None = None
-    # Optional: holds for a mismatch given the shape of the real tensor it is
-    # on (None where it is on none).
-    applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool] | None = None
+    # Optional: holds for a mismatch given what the real tensor it is on
+    # spans (a RealExtent: its shape, the elements its memory holds; None
+    # where it is on none).
+    applies_to_real: Callable[[Any, RealExtent | None], bool] | None = None
     # The step alone shows it (its errors: eager has no kernel, both sides
     # state the same broken rule in their own words; or a statement on which
     # every fake made under the mode differs): it is also judged where no
@@ -63,12 +66,12 @@ class OnControl:
     statement_applies: Callable[[str], bool] | None = None
 
     def explains(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
-                 real_shape: tuple[int, ...] | None = None) -> bool:
+                 real: RealExtent | None = None) -> bool:
         """Whether the control's difference ``mismatch`` of the step
         ``statement`` is this one; ``same_path``: the step's mismatches at its
         path (itself included) and inside the tensor there (a wrapper's inner
-        tensors, ``….a``); ``real_shape``: the shape of the real tensor
-        at that path.  A predicate that raises raises (the caller names the
+        tensors, ``….a``); ``real``: what the real tensor at that path
+        spans.  A predicate that raises raises (the caller names the
         entry)."""
         if re.search(self.statement, statement) is None:
             return False
@@ -78,7 +81,7 @@ class OnControl:
             return False
         if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
             return False
-        return self.applies_to_shape is None or bool(self.applies_to_shape(mismatch, real_shape))
+        return self.applies_to_real is None or bool(self.applies_to_real(mismatch, real))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,14 +116,14 @@ class KnownDifference:
         return self.id.removeprefix(OPERATOR_PREFIX)
 
     def explains_on_control(self, statement: str, mismatch: Any, same_path: Sequence[Any] = (),
-                            real_shape: tuple[int, ...] | None = None) -> bool:
+                            real: RealExtent | None = None) -> bool:
         """Whether this operator difference is ``mismatch``, a difference of
         the step ``statement`` that the control shows too (:meth:`OnControl.explains`).
         A predicate that raises is a :class:`PredicateError` naming the entry."""
         if self.on_control is None:
             return False
         try:
-            return self.on_control.explains(statement, mismatch, same_path, real_shape)
+            return self.on_control.explains(statement, mismatch, same_path, real)
         except Exception as e:
             # A bug of ours: an internal error of the check that asked, never "does not apply".
             raise PredicateError(

@@ -193,14 +193,14 @@ def triage(
 
 def operator_differences(converter: str, statement: str, mismatches: Sequence[Any],
                          entries: Iterable[KnownDifference], *, without_control: bool = False,
-                         real_shapes: dict[str, Any] | None = None
+                         real_extents: dict[str, Any] | None = None
                          ) -> list[KnownDifference] | None:
     """For each of a step's differences that the control shows too, the
     active operator difference of ``entries`` (an ``on_control`` entry)
     explaining it; None unless every one is explained.  ``statement``: the
     step's source.  ``without_control``: no control could be built, and
-    only entries the step's errors decide are asked.  ``real_shapes``: the
-    shape of the real tensor at each mismatch's path."""
+    only entries the step's errors decide are asked.  ``real_extents``: what
+    the real tensor at each mismatch's path spans (a RealExtent)."""
     active = [e for e in _active(converter, entries) if e.on_control is not None
               and (e.on_control.errors_decide or not without_control)]
     found = []
@@ -208,8 +208,8 @@ def operator_differences(converter: str, statement: str, mismatches: Sequence[An
         # (what differs inside a wrapper explains the wrapper too: the
         # storage offset it reports is its inner tensors')
         same_path = [x for x in mismatches if x.path == m.path or x.path.startswith(m.path + ".")]
-        shape = (real_shapes or {}).get(m.path)
-        entry = next((e for e in active if e.explains_on_control(statement, m, same_path, shape)),
+        extent = (real_extents or {}).get(m.path)
+        entry = next((e for e in active if e.explains_on_control(statement, m, same_path, extent)),
                      None)
         if entry is None:
             return None

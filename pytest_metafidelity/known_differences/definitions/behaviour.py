@@ -324,7 +324,7 @@ def _only_degenerate_strides(d: StepDifference) -> bool:
     real, fake = d.real_value, d.fake_value
     if not (isinstance(real, tuple) and isinstance(fake, tuple)):
         return False
-    return only_degenerate_strides(real, fake, d.shape)
+    return only_degenerate_strides(real, fake, d.extent)
 
 
 def _degenerate_strides_recorded(case: Case) -> bool:

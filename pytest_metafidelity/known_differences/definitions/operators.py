@@ -31,6 +31,7 @@ import re
 from typing import Any, Callable, Iterable, Sequence
 
 from ...converters import where
+from ...findings import RealExtent
 from ..core import BY_DESIGN, OPERATOR_PREFIX, UNFILED, Case, KnownDifference, OnControl
 from ..facts import family_wide, reads_record
 
@@ -56,8 +57,7 @@ def operator_difference(*, id: str, statement: str, attribute: str, reason: str,
                         converters: Iterable[str] | None = None, since: str | None = None,
                         until: str | None = None, reproducer: str = "",
                         applies: Callable[[Any, Sequence[Any]], bool] | None = None,
-                        applies_to_shape: Callable[[Any, tuple[int, ...] | None], bool]
-                        | None = None,
+                        applies_to_real: Callable[[Any, RealExtent | None], bool] | None = None,
                         errors_decide: bool = False,
                         statement_applies: Callable[[str], bool] | None = None,
                         related: tuple[str, ...] = ()) -> KnownDifference:
@@ -71,7 +71,7 @@ def operator_difference(*, id: str, statement: str, attribute: str, reason: str,
         applies=_attributed(id), reason=reason, link=link, converters=converters, since=since,
         until=until, reproducer=reproducer, related=related,
         on_control=OnControl(statement=statement, attribute=attribute, applies=applies,
-                             applies_to_shape=applies_to_shape, errors_decide=errors_decide,
+                             applies_to_real=applies_to_real, errors_decide=errors_decide,
                              statement_applies=statement_applies))
 
 
@@ -186,13 +186,15 @@ def same_broadcast_failure(m: Any, same_path: Sequence[Any]) -> bool:
 
 
 def only_degenerate_strides(real: Sequence[int], fake: Sequence[int],
-                            shape: Sequence[int] | None) -> bool:
-    """Strides of a tensor of ``shape`` that differ only where they move
-    through no memory: at dimensions of size 1, or anywhere in a tensor
-    with no elements."""
-    if shape is None or not len(real) == len(fake) == len(shape):
+                            extent: RealExtent | None) -> bool:
+    """Strides of a tensor spanning ``extent`` that differ only where they
+    move through no memory: at dimensions of size 1, or anywhere in a tensor
+    whose memory holds no elements (inside functorch levels, one whose
+    logical shape has elements over a batch of size 0)."""
+    if extent is None or not len(real) == len(fake) == len(extent.shape):
         return False
-    return 0 in shape or all(r == f or n == 1 for r, f, n in zip(real, fake, shape))
+    return extent.holds_no_elements or all(
+        r == f or n == 1 for r, f, n in zip(real, fake, extent.shape))
 
 
 ZERO_ELEMENT_VIEW_REPRODUCER = (
@@ -315,7 +317,7 @@ ENTRIES: list[KnownDifference] = [
         applies=made_on_own_storage,
         # (the output has no elements: a view op's copy of a tensor with
         # elements is another cause, op:reshape-of-unbacked-size-copies)
-        applies_to_shape=lambda m, shape: shape is not None and 0 in shape,
+        applies_to_real=lambda m, real: real is not None and real.holds_no_elements,
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
@@ -713,12 +715,13 @@ ENTRIES: list[KnownDifference] = [
         attribute=r"stride\(\)|is_contiguous\(memory_format=torch\.\w+\)",
         applies=lambda m, same_path: m.attribute == "stride()" or any(
             o.attribute == "stride()" and o.path == m.path for o in same_path),
-        applies_to_shape=lambda m, shape: (
-            only_degenerate_strides(m.real, m.fake, shape) if m.attribute == "stride()"
-            else shape is not None and (0 in shape or 1 in shape)),
+        applies_to_real=lambda m, real: (
+            only_degenerate_strides(m.real, m.fake, real) if m.attribute == "stride()"
+            else real is not None and (real.holds_no_elements or 1 in real.shape)),
         reason=(
             "strides of dimensions that do not move through memory (a tensor with no elements, "
-            "dimensions of size 1) are computed differently: FakeTensorMode's view ops (view, reshape, ravel, unflatten, ...) and "
+            "or inside vmap over a batch of size 0; dimensions of size 1) are computed "
+            "differently: FakeTensorMode's view ops (view, reshape, ravel, unflatten, ...) and "
             "the meta kernel of set_() give contiguous strides where eager keeps the input's; "
             "fake kernels give an empty tensor other strides there (arange(0).reshape((0, 1, 1, "
             "2)).to(torch.float32): (2, 2, 2, 1), eager (2, 0, 0, 1)), which a .grad after "
@@ -1432,8 +1435,8 @@ ENTRIES: list[KnownDifference] = [
             str(m.real) == "nothing" and re.search(
                 r"MetadataMismatchError: .*for func: aten\.copy\.default", str(m.fake))
             is not None),
-        applies_to_shape=lambda m, shape: m.attribute == "raised" or (
-            shape is not None and 0 in shape),
+        applies_to_real=lambda m, real: m.attribute == "raised" or (
+            real is not None and real.holds_no_elements),
         reason=(
             "aten.copy of a tensor with no elements and strides not those of a dense tensor "
             "(the out-of-place copy that copy_ of a C++ functional tensor runs): eager's CPU "
