@@ -120,7 +120,8 @@ class Recipe:
         tensors = tuple(namespace[name] for name in self.outputs)
         registry = _registry()
         for t in tensors:
-            registry[t] = self
+            if t is not None:  # (a described tensor that could not be rebuilt)
+                registry[t] = self
         return tensors
 
     def build(self) -> tuple[Any, ...]:

@@ -195,3 +195,23 @@ def test_strides_over_a_batch_of_no_elements_are_the_degenerate_strides_differen
     assert not kd.by_id("op:degenerate-strides").explains_on_control(
         "p0 = t.expand((3, 1, 2))", Mismatch("behaviour", "p0", "stride()", (0, 1, 0), (0, 2, 1)),
         (), RealExtent((3, 1, 2), 6))
+
+
+def test_a_wrapper_handed_over_without_its_recipe_is_no_internal_error() -> None:
+    # The describer cannot read a functorch wrapper's metadata, so the recipe
+    # it writes binds None: the real side cannot be rebuilt, and the program
+    # is not run (as for any tensor no recipe rebuilds) -- never a crash of
+    # the check.
+    from pytest_metafidelity.checks.behaviour import rebuilt_or_why
+    from pytest_metafidelity.strategies.described import recipe_for
+
+    with BATCHED.active_contexts() as namespace:
+        (t,) = BATCHED.build_in(namespace)
+        t = t.clone()  # (a tensor the recipe registry does not know)
+        recipe = recipe_for([t])
+        assert "t0 = None" in recipe.body()
+        copies, why = rebuilt_or_why(recipe, [t], recipe.outputs)
+        assert copies is None and why is not None and "not made" in why
+        outcome = check_faithful(t, converters=["fake"], checks=["behaviour"],
+                                 program="p0 = t0.view(-1)").outcomes[0]
+    assert outcome.status == PASSED and not outcome.internal_errors, outcome.describe()

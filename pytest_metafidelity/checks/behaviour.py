@@ -477,6 +477,11 @@ def _as_copies(copies: Any, originals: Sequence[torch.Tensor], names: Sequence[s
                ) -> tuple[Any, str | None]:
     if len(copies) != len(originals):
         return None, f"{len(copies)} tensors made, {len(originals)} given"
+    # (a recipe described from tensors whose metadata could not be read,
+    # such as a functorch wrapper handed over without its recipe, binds None)
+    unmade = [name for name, c in zip(names, copies) if c is None]
+    if unmade:
+        return None, f"{', '.join(unmade)}: not made (the recipe could not describe it)"
     _copy_bytes(originals, copies, names)
     differ = compare_live(names, originals, copies, _ReadAs(None, False))
     if differ:
