@@ -56,7 +56,8 @@ class Explained:
 
 Rule = Union[Compared, Explained]
 
-GROUPS = ("MetaTensorDesc", "MetaStorageDesc", "Tensor", "UntypedStorage", "DispatchKey")
+GROUPS = ("MetaTensorDesc", "MetaStorageDesc", "Tensor", "UntypedStorage", "DispatchKey",
+          "Functionalization")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -222,6 +223,42 @@ UNTYPED_STORAGE_RULES: dict[str, Rule] = {
                                "(a sparse tensor has no storage)"),
 }
 
+# Why torch._functionalize_<name> is not read, for those that act on a
+# tensor rather than read it, or read what is compared elsewhere (the
+# wrappers check reads the others: checks.wrappers.FUNCTIONALIZATION_QUERIES).
+_ACTS = "acts on the tensor, reads nothing: "
+FUNCTIONALIZATION_NOT_READ: dict[str, str] = {
+    "commit_update": _ACTS + "commits a view's pending update to its base",
+    "sync": _ACTS + "applies the base's pending updates to the tensor (the converter does, "
+            "and `purity` checks what that changes)",
+    "replace": _ACTS + "replaces the tensor's value",
+    "unsafe_set": _ACTS + "sets the tensor's value in place of another's",
+    "mark_mutation_hidden_from_autograd": _ACTS + "marks its mutations hidden from autograd "
+                                          "(read back through are_all_mutations_hidden_from_"
+                                          "autograd, compared)",
+    "mark_storage_changed": _ACTS + "marks its storage changed (read back through "
+                            "was_storage_changed, compared)",
+    "get_storage_size": "the size of the wrapped value's storage when it was wrapped, before "
+                        "and after resizes: that storage's `untyped_storage().nbytes()`, which "
+                        "`storage` compares at `….unwrapped` (sized to the tensor by the "
+                        "converters: storage-sized-to-tensors), until a mutation replaces the "
+                        "value (the mutation record: has_data_mutation, ..., compared)",
+    "enable_reapply_views": "sets global state (whether views are reapplied as views), not the "
+                            "tensor's; `purity` requires global state unchanged",
+}
+
+
+def functionalization_rule(name: str) -> Rule | None:
+    from .checks.wrappers import FUNCTIONALIZATION_QUERIES, functionalization_attribute
+
+    if name in FUNCTIONALIZATION_QUERIES:
+        calls = FUNCTIONALIZATION_QUERIES[name]
+        return _c("wrappers", ", ".join(functionalization_attribute(name, a) for a in calls))
+    if name in FUNCTIONALIZATION_NOT_READ:
+        return Explained(FUNCTIONALIZATION_NOT_READ[name])
+    return None
+
+
 # Dispatch keys: per-backend keys by functionality (see checks._dispatch_keys),
 # the others by name.
 _KEY_RULES: dict[str, Rule] = {
@@ -315,7 +352,20 @@ def properties() -> list[Property]:
                               UNTYPED_STORAGE_RULES.get(name)))
     for key in all_runtime_keys():
         found.append(Property("DispatchKey", key, f"DispatchKey.{key}", dispatch_key_rule(key)))
+    for name in functionalization_names():
+        found.append(Property("Functionalization", name, f"torch._functionalize_{name}(t)",
+                              functionalization_rule(name)))
     return found
+
+
+def functionalization_names() -> list[str]:
+    """The names of torch's ``torch._functionalize_<name>`` functions, each
+    a reading of a functional tensor's state or an action on it."""
+    import torch
+
+    prefix = "_functionalize_"
+    return [n.removeprefix(prefix) for n in dir(torch)
+            if n.startswith(prefix) and callable(getattr(torch, n))]
 
 
 def unexplained(props: Iterable[Property] | None = None) -> list[Property]:

@@ -139,4 +139,17 @@ def read_value(prop: Property, reading: TensorReading) -> str:
         from .checks._dispatch_keys import keyset_names
 
         return label(prop.name in keyset_names(torch._C._dispatch_keys(t)))
+    if prop.group == "Functionalization":
+        from .checks.wrappers import FUNCTIONALIZATION_QUERIES
+
+        if prop.name not in FUNCTIONALIZATION_QUERIES:
+            raise NotRead("not a reading (an action, or compared elsewhere)")
+        if not torch._is_functional_tensor(t):
+            raise NotRead("not a functional tensor")
+        query = getattr(torch, f"_functionalize_{prop.name}")
+        values = [query(t, *args) for args in FUNCTIONALIZATION_QUERIES[prop.name]]
+        # (a counter as whether it counted anything: its values both ways)
+        return label(tuple(v if isinstance(v, bool) else v != 0 for v in values)
+                     if len(values) > 1 else values[0] if isinstance(values[0], bool)
+                     else values[0] != 0)
     raise NotRead(f"unknown group {prop.group}")

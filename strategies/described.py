@@ -446,10 +446,36 @@ class _Describer:
             elif t.requires_grad:  # as torch._mirror_autograd_meta_to gives it
                 source = inner if value.requires_grad else "torch.empty(0, requires_grad=True)"
                 self.lines.append(f"torch._mirror_autograd_meta_to({source}, {name})")
-        if torch._functionalize_has_data_mutation(t):
+        self._functionalization_record(name, t, path)
+
+    def _functionalization_record(self, name: str, t: "torch.Tensor", path: str) -> None:
+        """What functionalization recorded of ``t``'s mutations, made again
+        by mutations that change nothing (or marked where torch can mark it):
+        of its metadata, its storage and its data."""
+        torch = _torch()
+
+        def recorded(query: str) -> bool:
+            fn = getattr(torch, f"_functionalize_{query}", None)
+            return fn is not None and bool(fn(t))
+
+        if recorded("has_metadata_mutation"):
+            self.lines.append(f"{name}.as_strided_({tuple(t.shape)}, {tuple(t.stride())}, "
+                              f"{t.storage_offset()})  # its metadata mutated (as it is already)")
+            self.approximate(name, path, "how its metadata was mutated (rebuilt as as_strided_ "
+                                         "to the geometry it has)")
+        if recorded("was_storage_changed"):
+            self.lines.append(f"torch._functionalize_mark_storage_changed({name})  # set_()")
+            self.approximate(name, path, "how its storage was changed (marked changed)")
+        if recorded("has_data_mutation"):
             # After a conversion synced it, a mutation through a view left
             # pending looks the same as a direct one.
-            self.lines.append(f"{name}.copy_({name})  # mutated (its value already)")
+            copy = f"{name}.copy_({name})  # mutated (its value already)"
+            if recorded("are_all_mutations_under_no_grad_or_inference_mode"):
+                self.lines += ["with torch.no_grad():", "    " + copy]
+            else:
+                self.lines.append(copy)
+            if recorded("are_all_mutations_hidden_from_autograd"):
+                self.lines.append(f"torch._functionalize_mark_mutation_hidden_from_autograd({name})")
             self.approximate(name, path, "how it was mutated (rebuilt as mutated directly; "
                                          "a view's mutation left pending before a conversion "
                                          "synced it looks the same)")

@@ -60,7 +60,8 @@ def _functional_unavailable() -> str | None:
                     "torch._from_functional_tensor", "torch._sync")
 
 
-FUNCTIONAL_CASES = ("plain", "of_view", "requires_grad", "mutated", "pending_view_mutation")
+FUNCTIONAL_CASES = ("plain", "of_view", "requires_grad", "mutated", "pending_view_mutation",
+                    "mutated_under_no_grad", "metadata_mutated", "storage_changed")
 
 
 # Why `behaviour` programs do not run on this module's kinds (their @kind declarations).
@@ -75,7 +76,8 @@ PROGRAMS_NOT_RUN_UNDER_THE_MODE = (
 
 
 @kind("functional", "C++ functional tensor (torch._to_functional_tensor) of a dense tensor or view; "
-      "mutated, with pending view updates, or mirroring requires_grad",
+      "mutated (its data, also under no_grad; its metadata; its storage), with pending view "
+      "updates, or mirroring requires_grad",
       unavailable=_functional_unavailable, programs=True, cost_ms=6)
 def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     torch = _torch()
@@ -83,7 +85,10 @@ def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     if case == "requires_grad" and not hasattr(torch, "_mirror_autograd_meta_to"):
         case = "plain"
     event(f"functional: {case}")
-    computes = case in ("mutated", "pending_view_mutation")
+    # (what functionalization records of a mutation: of the data, under
+    # no_grad, of the metadata, of the storage)
+    computes = case in ("mutated", "pending_view_mutation", "mutated_under_no_grad",
+                        "metadata_mutated")
     layouts = COMPUTE_LAYOUTS if computes else LAYOUTS
     if case == "requires_grad":
         x = draw_dense(draw, b, cfg, dtype=draw(cfg.dtypes.filter(grad_capable)), layouts=layouts,
@@ -101,6 +106,15 @@ def functional_kind(draw: Any, b: RecipeBuilder, cfg: GenConfig) -> list[str]:
     elif case == "mutated":
         if not b.try_stmt(f"{f}.mul_(2)"):
             b.stmt(f"{f}.zero_()")
+    elif case == "mutated_under_no_grad":
+        if not b.try_stmt(f"with torch.no_grad():\n    {f}.mul_(2)"):
+            b.stmt(f"with torch.no_grad():\n    {f}.zero_()")
+    elif case == "metadata_mutated":
+        if not (b[f].dim() == 2 and b.try_stmt(f"{f}.t_()")):
+            b.stmt(f"{f}.resize_({draw(st.integers(0, 6))})")
+    elif case == "storage_changed":
+        source = draw_dense(draw, b, cfg, dtype=b[f].dtype, layouts=LAYOUTS, allow_grad=False)
+        b.stmt(f"{f}.set_(torch._to_functional_tensor({source}))")
     elif case == "pending_view_mutation":
         # The base has an update queued by a mutation of its view; the
         # converter syncs it (a side effect on the real tensor).

@@ -16,6 +16,7 @@ from torch.torch_version import TorchVersion
 
 from pytest_metafidelity import check_faithful, meta_tensors
 from pytest_metafidelity.checks import _dispatch_keys as keys
+from pytest_metafidelity.checks.wrappers import read_wrapping
 from pytest_metafidelity.checks.oracle import contiguity_attribute, memory_formats
 from pytest_metafidelity.faithful import FAILED, KNOWN
 from pytest_metafidelity.properties import (
@@ -83,9 +84,11 @@ def test_every_group_is_introspected() -> None:
     assert counts["Tensor"]["properties"] >= 30
     assert counts["UntypedStorage"]["properties"] >= 4
     assert counts["DispatchKey"]["properties"] >= 100
+    assert counts["Functionalization"]["properties"] >= 10
     # names as users write them
     assert "t.is_conj()" in BY_WRITTEN and "t.is_leaf" in BY_WRITTEN
     assert "MetaTensorDesc.is_conj" in BY_WRITTEN and "DispatchKey.ZeroTensor" in BY_WRITTEN
+    assert "torch._functionalize_has_data_mutation(t)" in BY_WRITTEN
 
 
 def test_device_only_keys_are_explained_and_cpu_and_meta_keys_compared() -> None:
@@ -99,6 +102,7 @@ def _generated_attributes() -> set[str]:
     """The attributes checks report under names made at run time."""
     made = {contiguity_attribute(f) for f in memory_formats()}
     made |= {keys.attribute(f) for f in (*keys.COMPARED_FUNCTIONALITIES, *keys.COMPARED_KEYS)}
+    made |= set(read_wrapping(torch._to_functional_tensor(torch.zeros(1))))
     return made
 
 

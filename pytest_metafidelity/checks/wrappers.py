@@ -29,6 +29,7 @@ from typing import Any
 
 from ..strategies.tensor_facts import functional_value, inner_tensors, opaque_attributes
 from . import Conversion, Mismatch, check
+from ..symbolic import hint
 from ._util import related, safe
 
 # Checks run on inner (subclass / functorch-unwrapped) tensor pairs.
@@ -61,12 +62,43 @@ class _WrappingQueries:
         self.flags = [(key, fn) for key, fn in queries if fn is not None]
         self.level = _functorch("maybe_get_level")
         self.bdim = _functorch("maybe_get_bdim")
-        # functionalization's own state of a functional tensor: whether an
-        # in-place op mutated it, and the views it is regenerated through
-        # from its base when the base is mutated (its ViewMeta chain)
-        self.has_data_mutation = getattr(torch, "_functionalize_has_data_mutation", None)
+        # functionalization's own state of a functional tensor: what it
+        # records of the mutations of it (FUNCTIONALIZATION_QUERIES), and the
+        # views it is regenerated through from its base when the base is
+        # mutated (its ViewMeta chain)
+        self.functionalization = [
+            (functionalization_attribute(name, args), fn, args)
+            for name, calls in FUNCTIONALIZATION_QUERIES.items()
+            if (fn := getattr(torch, f"_functionalize_{name}", None)) is not None
+            for args in calls]
         self.view_metas = getattr(getattr(torch._C, "_functionalization", None),
                                   "get_view_meta_sequence", None)
+
+
+# What functionalization records of a functional tensor, asked of one through
+# ``torch._functionalize_<name>(t, *args)``, with the arguments of each call.
+# The other
+# ``torch._functionalize_*`` functions act on a tensor (properties.py says
+# why each is not read); a new one is read once it is listed here.
+FUNCTIONALIZATION_QUERIES: dict[str, tuple[tuple[Any, ...], ...]] = {
+    "has_data_mutation": ((),),
+    "has_metadata_mutation": ((),),
+    "mutation_counter": ((),),
+    "was_storage_changed": ((),),
+    "storage_changed_counter": ((),),
+    "was_inductor_storage_resized": ((),),
+    "inductor_storage_resized_counter": ((),),
+    "are_all_mutations_hidden_from_autograd": ((),),
+    "are_all_mutations_under_no_grad_or_inference_mode": ((),),
+    "is_multi_output_view": ((),),
+    "is_symbolic": ((),),
+}
+
+
+def functionalization_attribute(name: str, args: tuple[Any, ...] = ()) -> str:
+    """How a reading of functionalization's state is reported, as users
+    write it: ``torch._functionalize_mutation_counter()``."""
+    return f"torch._functionalize_{name}({', '.join(map(repr, args))})"
 
 
 _QUERIES: list[_WrappingQueries] = []
@@ -94,8 +126,10 @@ def read_wrapping(t: Any) -> dict[str, Any]:
         flag = _ask(fn, t)
         out[key] = None if flag is None else bool(flag)
     if out.get("torch._is_functional_tensor()"):
-        if q.has_data_mutation is not None:
-            out["torch._functionalize_has_data_mutation()"] = _ask(q.has_data_mutation, t)
+        for key, fn, args in q.functionalization:
+            reading = _ask(lambda u: fn(u, *args), t)
+            # (a symbolic storage size as its hint: reading adds no guard)
+            out[key] = reading if isinstance(reading, (bool, type(None))) else hint(reading)
         if q.view_metas is not None:
             views = _ask(q.view_metas, t)
             out[VIEW_CHAIN] = None if views is None else len(views)

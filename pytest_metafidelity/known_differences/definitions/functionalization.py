@@ -560,29 +560,43 @@ def _functionalization_state(t: Any, query: Any) -> Any:
     return safe(lambda: query(t), None)
 
 
+# What functionalization records of a functional tensor's mutations: of its
+# data (an in-place op on it or on a view of it), of its metadata (t_(),
+# resize_()) and of its storage (set_(), inductor's resize of its storage).
+MUTATION_RECORD = ("has_data_mutation", "has_metadata_mutation", "mutation_counter",
+                   "was_storage_changed", "storage_changed_counter",
+                   "was_inductor_storage_resized", "inductor_storage_resized_counter")
+
+
 def functional_tensor_mutated(case: Case) -> bool:
-    """A functional tensor that an in-place op on it (or on a view of it)
-    mutated: functionalization records it."""
+    """A functional tensor whose mutation functionalization recorded (any
+    reading of MUTATION_RECORD says so)."""
     import torch
 
-    query = getattr(torch, "_functionalize_has_data_mutation", None)
-    return bool(_functionalization_state(case.tensor, query))
+    return any(_functionalization_state(case.tensor, getattr(torch, f"_functionalize_{name}",
+                                                             None))
+               for name in MUTATION_RECORD)
 
 
 ENTRIES.append(KnownDifference(
     id="functional-mutation-forgotten",
     check="wrappers",
-    attribute=r"torch\._functionalize_has_data_mutation\(\)",
+    attribute=(r"torch\._functionalize_(" + "|".join(MUTATION_RECORD)
+               + r"|are_all_mutations_hidden_from_autograd"
+               r"|are_all_mutations_under_no_grad_or_inference_mode)\(\)"),
     applies=functional_tensor_mutated,
     reason=(
         "Converting a mutated functional tensor forgets the mutation: a C++ functional "
-        "tensor (also one of a torch.func.functionalize level) that an in-place op mutated "
-        "has torch._functionalize_has_data_mutation(t) True.  MetaConverter converts the "
-        "value inside it and wraps the result again (torch._to_functional_tensor, or "
-        "_wrap_functional_tensor at the level): a new wrapper, whose functionalization "
-        "history starts empty, so the fake says False.  At a functionalize level the "
-        "history shows: detach() and views of a mutated tensor get a version counter of "
-        "their own in eager, and share the fake's"
+        "tensor (also one of a torch.func.functionalize level) records its mutations -- "
+        "of its data by an in-place op (torch._functionalize_has_data_mutation(t), "
+        "_mutation_counter), of its metadata by t_() or resize_() "
+        "(_has_metadata_mutation), of its storage by set_() (_was_storage_changed, "
+        "_storage_changed_counter), and whether they all ran under no_grad or hidden from "
+        "autograd.  MetaConverter converts the value inside it and wraps the result again "
+        "(torch._to_functional_tensor, or _wrap_functional_tensor at the level): a new "
+        "wrapper, whose record starts empty, so the fake says unmutated.  At a functionalize "
+        "level the record shows: detach() and views of a mutated tensor get a version "
+        "counter of their own in eager, and share the fake's"
     ),
     link=UNFILED,
     reproducer=(
@@ -592,6 +606,10 @@ ENTRIES.append(KnownDifference(
         "w.mul_(2)\n"
         "assert torch._functionalize_has_data_mutation(w)\n"
         "assert not torch._functionalize_has_data_mutation(FakeTensorMode().from_tensor(w))\n"
+        "s = torch._to_functional_tensor(torch.zeros(2))\n"
+        "s.set_(torch._to_functional_tensor(torch.zeros(3)))\n"
+        "assert torch._functionalize_was_storage_changed(s)\n"
+        "assert not torch._functionalize_was_storage_changed(FakeTensorMode().from_tensor(s))\n"
     ),
 ))
 
@@ -611,7 +629,10 @@ def functional_view_with_a_chain(case: Case) -> bool:
 ENTRIES.append(KnownDifference(
     id="functionalize-view-chain-dropped",
     check="wrappers",
-    attribute=r"len\(torch\._C\._functionalization\.get_view_meta_sequence\(\)\)",
+    # (and whether the view came from a multi-output op, unbind or split:
+    # the chain's ViewMeta says so)
+    attribute=(r"len\(torch\._C\._functionalization\.get_view_meta_sequence\(\)\)"
+               r"|torch\._functionalize_is_multi_output_view\(\)"),
     applies=functional_view_with_a_chain,
     reason=(
         "Converting a view of a functional tensor of a torch.func.functionalize level drops "
@@ -620,7 +641,9 @@ ENTRIES.append(KnownDifference(
         "from its base (its ViewMeta chain, torch._C._functionalization."
         "get_view_meta_sequence).  MetaConverter converts the "
         "value inside it and wraps the result at the level: a functional tensor with the "
-        "same sizes, strides and offset but an empty chain, a base.  An in-place op on it "
+        "same sizes, strides and offset but an empty chain, a base (a view an op with "
+        "several outputs made, unbind or split, no longer says so: "
+        "torch._functionalize_is_multi_output_view).  An in-place op on it "
         "then replaces its value (zero_(): the storage offset becomes 0) where eager's "
         "writes the base and regenerates the view (offset kept), and set_() runs where "
         "eager's replay of the chain raises"
