@@ -8,6 +8,8 @@ functional-mutation-forgotten)."""
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import pytest
 import torch
 
@@ -24,57 +26,42 @@ F = torch._to_functional_tensor
 A = functionalization_attribute
 
 
-def mutated() -> torch.Tensor:
-    t = F(torch.zeros(3))
-    t.mul_(2)
-    return t
-
-
-def mutated_under_no_grad() -> torch.Tensor:
-    t = F(torch.zeros(3))
+def mul_under_no_grad(t: torch.Tensor) -> None:
     with torch.no_grad():
         t.mul_(2)
-    return t
-
-
-def transposed() -> torch.Tensor:
-    t = F(torch.zeros(2, 3))
-    t.t_()
-    return t
-
-
-def resized() -> torch.Tensor:
-    t = F(torch.zeros(3))
-    t.resize_(5)
-    return t
-
-
-def storage_changed() -> torch.Tensor:
-    t = F(torch.zeros(3))
-    t.set_(F(torch.zeros(6)))
-    return t
 
 
 DATA = {A("has_data_mutation"), A("mutation_counter"),
         A("are_all_mutations_hidden_from_autograd")}
-# What each mutation leaves in the record, which the converted tensor's lacks.
-RECORDED = {
-    mutated: DATA | {A("are_all_mutations_under_no_grad_or_inference_mode")},
-    mutated_under_no_grad: DATA,
-    transposed: {A("has_metadata_mutation")},
-    resized: {A("has_metadata_mutation")},
-    storage_changed: {A("was_storage_changed"), A("storage_changed_counter")},
+# A functional tensor of zeros of each shape, the mutation made of it, and
+# what the mutation leaves in the record, which the converted tensor's lacks.
+MUTATIONS: dict[str, tuple[tuple[int, ...], Callable[[torch.Tensor], Any], set[str]]] = {
+    "mutated": ((3,), lambda t: t.mul_(2),
+                DATA | {A("are_all_mutations_under_no_grad_or_inference_mode")}),
+    "mutated_under_no_grad": ((3,), mul_under_no_grad, DATA),
+    "transposed": ((2, 3), lambda t: t.t_(), {A("has_metadata_mutation")}),
+    "resized": ((3,), lambda t: t.resize_(5), {A("has_metadata_mutation")}),
+    "storage_changed": ((3,), lambda t: t.set_(F(torch.zeros(6))),
+                        {A("was_storage_changed"), A("storage_changed_counter")}),
 }
 
 
-@pytest.mark.parametrize("make", list(RECORDED), ids=lambda f: f.__name__)
+def made(mutation: str) -> torch.Tensor:
+    shape, mutate, _ = MUTATIONS[mutation]
+    t = F(torch.zeros(shape))
+    mutate(t)
+    return t
+
+
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
 @pytest.mark.parametrize("converter", ["fake", "meta", "fake-dynamic"])
-def test_a_mutation_functionalization_recorded_is_read_and_known(make, converter: str) -> None:
-    t = make()
+def test_a_mutation_functionalization_recorded_is_read_and_known(mutation: str,
+                                                                 converter: str) -> None:
+    t = made(mutation)
     outcome = check_faithful(t, converters=[converter], checks=["wrappers"]).outcomes[0]
     assert outcome.status == KNOWN, outcome.describe()
     forgotten = {m.attribute for i, m in outcome.known if i == "functional-mutation-forgotten"}
-    assert forgotten == RECORDED[make], outcome.describe()
+    assert forgotten == MUTATIONS[mutation][2], outcome.describe()
 
 
 def test_an_unmutated_functional_tensor_has_the_same_record() -> None:
@@ -86,7 +73,7 @@ def test_an_unmutated_functional_tensor_has_the_same_record() -> None:
 
 
 def test_every_query_is_read_of_a_functional_tensor_only() -> None:
-    t = mutated()
+    t = made("mutated")
     reading = read_wrapping(t)
     for name, calls in FUNCTIONALIZATION_QUERIES.items():
         for args in calls:
@@ -104,16 +91,16 @@ def test_every_functionalize_function_is_read_or_said_why_not() -> None:
         assert names == listed  # (the pinned torch: every one has a rule, and no stale one)
 
 
-@pytest.mark.parametrize("make", list(RECORDED), ids=lambda f: f.__name__)
-def test_the_describer_makes_the_record_again(make) -> None:
+@pytest.mark.parametrize("mutation", list(MUTATIONS))
+def test_the_describer_makes_the_record_again(mutation: str) -> None:
     from pytest_metafidelity.strategies.described import describe_as_recipe
 
-    t = make()
+    t = made(mutation)
     recipe = describe_as_recipe([t])
     (rebuilt,) = recipe.build()
-    given, made = read_wrapping(t), read_wrapping(rebuilt)
+    given, again = read_wrapping(t), read_wrapping(rebuilt)
     # (a record read as a reproducer's tensor has it: the counters aside --
     # one mutation made again stands for several)
     for name in FUNCTIONALIZATION_QUERIES:
         if not name.endswith("_counter"):
-            assert made[A(name)] == given[A(name)], (name, recipe.to_python())
+            assert again[A(name)] == given[A(name)], (name, recipe.to_python())
