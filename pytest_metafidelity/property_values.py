@@ -147,9 +147,7 @@ def read_value(prop: Property, reading: TensorReading) -> str:
         if not torch._is_functional_tensor(t):
             raise NotRead("not a functional tensor")
         query = getattr(torch, f"_functionalize_{prop.name}")
-        values = [query(t, *args) for args in FUNCTIONALIZATION_QUERIES[prop.name]]
         # (a counter as whether it counted anything: its values both ways)
-        return label(tuple(v if isinstance(v, bool) else v != 0 for v in values)
-                     if len(values) > 1 else values[0] if isinstance(values[0], bool)
-                     else values[0] != 0)
+        values = tuple(bool(query(t, *args)) for args in FUNCTIONALIZATION_QUERIES[prop.name])
+        return label(values[0] if len(values) == 1 else values)
     raise NotRead(f"unknown group {prop.group}")

@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..strategies.tensor_facts import functional_value, inner_tensors, opaque_attributes
-from . import Conversion, Mismatch, check
 from ..symbolic import hint
+from . import Conversion, Mismatch, check
 from ._util import related, safe
 
 # Checks run on inner (subclass / functorch-unwrapped) tensor pairs.
@@ -77,9 +77,9 @@ class _WrappingQueries:
 
 # What functionalization records of a functional tensor, asked of one through
 # ``torch._functionalize_<name>(t, *args)``, with the arguments of each call.
-# The other
-# ``torch._functionalize_*`` functions act on a tensor (properties.py says
-# why each is not read); a new one is read once it is listed here.
+# The other ``torch._functionalize_*`` functions act on a tensor, or read what
+# another check compares (properties.FUNCTIONALIZATION_NOT_READ says why); a
+# new one is read once it is listed here, and unexplained until then.
 FUNCTIONALIZATION_QUERIES: dict[str, tuple[tuple[Any, ...], ...]] = {
     "has_data_mutation": ((),),
     "has_metadata_mutation": ((),),
@@ -128,7 +128,7 @@ def read_wrapping(t: Any) -> dict[str, Any]:
     if out.get("torch._is_functional_tensor()"):
         for key, fn, args in q.functionalization:
             reading = _ask(lambda u: fn(u, *args), t)
-            # (a symbolic storage size as its hint: reading adds no guard)
+            # (a counter that is symbolic as its hint: reading adds no guard)
             out[key] = reading if isinstance(reading, (bool, type(None))) else hint(reading)
         if q.view_metas is not None:
             views = _ask(q.view_metas, t)
