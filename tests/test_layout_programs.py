@@ -842,9 +842,9 @@ def test_what_a_sixteenth_long_run_met_is_registered(converter: str) -> None:
     assert known_ids(outcome) == ["behaviour-view-past-a-no-grad-view-reconnected"]
 
 
-# The same run met in-place ops on overlapping tensors in shared memory: no
-# control can be made under the mode (share_memory_), so the operator
-# difference is decided by the step's errors.
+# The same run met in-place ops on overlapping tensors in shared memory (no
+# control could be made under the mode then; the step's errors decide the
+# operator difference, and now the control shows it too).
 @pytest.mark.parametrize("lines, program, converter", [
     (("t0 = torch.empty(0).set_(torch.zeros(1).untyped_storage(), 0, (1, 2), (0, 0))",
       "t0.share_memory_()"), "t0.add_(1)", "functional"),
@@ -1131,3 +1131,34 @@ def test_set_of_a_view_of_a_functional_tensor_is_refused_by_eagers_scatter_only(
     assert known_ids(outcome) == ["op:functional-set-of-a-view-scatters-unchecked"]
     assert behaviour(lines, f"p0 = {view}\np0.zero_()", converter).status == PASSED
     assert behaviour(lines, f"p0 = {view}\np0.set_()", "fake-real").status == PASSED
+
+
+SHARED_GRAD = ("t0 = torch.zeros((), dtype=torch.complex64)", "t0.share_memory_()",
+               "t0.requires_grad_()")
+SHARED_EMPTY = ("t0 = torch.zeros(0)", "t0.share_memory_()")
+
+
+# Met by a 30-minute run (--hypothesis-seed=20261239, stop 47) on tensors in
+# shared memory (kind foreign_memory): the control, made under the mode, could
+# not share a storage (torch raises for a meta storage), so no operator
+# difference could be judged.  Its storages now stay private: each is the
+# registered operator difference it is on private memory.
+@pytest.mark.parametrize("lines, program, converter, entry", [
+    (SHARED_GRAD, "p0 = torch.ops.aten.alias(t0)\nt0.requires_grad_(False)\nt0.t_()",
+     "fake-dynamic", "op:fake-in-place-op-breaks-view-autograd"),
+    (SHARED_EMPTY, "with torch.inference_mode():\n    p0 = t0.reshape(-1)", "fake-real-dynamic",
+     "op:zero-element-view-dispatch-cache"),
+])
+def test_a_control_is_made_of_tensors_in_shared_memory(lines: tuple[str, ...], program: str,
+                                                      converter: str, entry: str) -> None:
+    assert entry in known_ids(behaviour(lines, program, converter))
+    # the same tensors made again by the user's own function (a reproducer's remake=)
+    def remake() -> tuple[Any, ...]:
+        return Recipe(lines, ("t0",)).build()
+
+    outcome = check_faithful(*remake(), converters=[converter], checks=["behaviour"],
+                             program=program, remake=remake).outcomes[0]
+    assert entry in known_ids(outcome)
+    # torch's own share_memory_ is back (the control's is scoped to making it)
+    with pytest.raises(RuntimeError, match="only available on CPU"):
+        torch.zeros(1, device="meta").untyped_storage().share_memory_()

@@ -226,3 +226,20 @@ def test_a_wrapper_handed_over_without_its_recipe_is_no_internal_error() -> None
         outcome = check_faithful(t, converters=["fake"], checks=["behaviour"],
                                  program="p0 = t0.view(-1)").outcomes[0]
     assert outcome.status == PASSED and not outcome.internal_errors, outcome.describe()
+
+
+def test_contiguity_of_a_functional_tensor_with_no_elements_is_degenerate() -> None:
+    # zero_() of an empty C++ functional tensor at a functionalize level:
+    # eager's is channels_last-contiguous, the control's and the fake's not,
+    # with the control's strides eager's (met by a 30-minute run, stop 47)
+    recipe = in_level("pytest_metafidelity.strategies.wrappers.functionalize_level(True)",
+                      FUNCTIONALIZE_IMPORT,
+                      "with torch._C._DisableFuncTorch():",
+                      "    x = torch.empty(0).set_(torch.zeros(0).untyped_storage(), 0, "
+                      "(0, 0, 0), (0, 1, 2))",
+                      f"y = torch._C._functorch._wrap_functional_tensor(x, {LEVEL})",
+                      "t = y * 2")
+    outcome = behaviour(recipe, "t.unsqueeze_(2)\nt.zero_()", "fake")
+    assert "op:degenerate-strides" in known_ids(outcome)
+    (m,) = [m for i, m in outcome.known if i == "op:degenerate-strides"]
+    assert "is_contiguous(memory_format=torch.channels_last)" in m.detail

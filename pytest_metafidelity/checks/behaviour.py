@@ -513,18 +513,44 @@ def _no_constants() -> Iterator[None]:
         fake_tensor.CONSTANT_NUMEL_LIMIT = was
 
 
+@contextlib.contextmanager
+def _shared_memory_left_private() -> Iterator[None]:
+    """``share_memory_()`` of a meta storage (a fake's, or one on the meta
+    device) does nothing, where torch raises ('_share_fd_: only available on
+    CPU'): which host memory a storage lives in is the allocator's state, no
+    metadata of the tensors (``is_shared()`` is not compared), and a fake
+    has none.  So a recipe that shares its storages (kind ``foreign_memory``,
+    or a user's ``remake``) still makes a control."""
+    import torch
+
+    share = torch.UntypedStorage.share_memory_
+
+    def share_memory_(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if self.device.type == "meta":
+            return self
+        return share(self, *args, **kwargs)
+
+    torch.UntypedStorage.share_memory_ = share_memory_  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        torch.UntypedStorage.share_memory_ = share  # type: ignore[method-assign]
+
+
 def _control(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: bool = False) -> tuple[Any, Any]:
     """The recipe's tensors made directly under a fresh FakeTensorMode (or
     on the meta device), not converted: (tensors, mode to run steps in).
     With ``carries_real``, the mode propagates real tensors, as the
-    converter's does.  Like converted fakes, they carry no constants."""
-    with _no_constants():
+    converter's does.  Like converted fakes, they carry no constants, and
+    their storages stay in private memory."""
+    with _no_constants(), _shared_memory_left_private():
         return _control_tensors(recipe, meta, carries_real)
 
 
 def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: bool) -> tuple[Any, Any]:
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
+
 
     if meta:
         with torch.device("meta"):

@@ -54,8 +54,9 @@ class OnControl:
     applies: Callable[[Any, Sequence[Any]], bool] | None = None
     # Optional: holds for a mismatch given what the real tensor it is on
     # spans (a RealExtent: its shape, the elements its memory holds; None
-    # where it is on none).
-    applies_to_real: Callable[[Any, RealExtent | None], bool] | None = None
+    # where it is on none), and the step's mismatches at its path (as for
+    # ``applies``).
+    applies_to_real: Callable[[Any, RealExtent | None, Sequence[Any]], bool] | None = None
     # The step alone shows it (its errors: eager has no kernel, both sides
     # state the same broken rule in their own words; or a statement on which
     # every fake made under the mode differs): it is also judged where no
@@ -81,7 +82,8 @@ class OnControl:
             return False
         if self.applies is not None and not self.applies(mismatch, same_path or (mismatch,)):
             return False
-        return self.applies_to_real is None or bool(self.applies_to_real(mismatch, real))
+        return self.applies_to_real is None or bool(
+            self.applies_to_real(mismatch, real, same_path or (mismatch,)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -57,7 +57,8 @@ def operator_difference(*, id: str, statement: str, attribute: str, reason: str,
                         converters: Iterable[str] | None = None, since: str | None = None,
                         until: str | None = None, reproducer: str = "",
                         applies: Callable[[Any, Sequence[Any]], bool] | None = None,
-                        applies_to_real: Callable[[Any, RealExtent | None], bool] | None = None,
+                        applies_to_real: Callable[[Any, RealExtent | None, Sequence[Any]], bool]
+                        | None = None,
                         errors_decide: bool = False,
                         statement_applies: Callable[[str], bool] | None = None,
                         related: tuple[str, ...] = ()) -> KnownDifference:
@@ -197,6 +198,20 @@ def only_degenerate_strides(real: Sequence[int], fake: Sequence[int],
         r == f or n == 1 for r, f, n in zip(real, fake, extent.shape))
 
 
+def _degenerate_strides_or_contiguity(m: Any, real: RealExtent | None,
+                                      same_path: Sequence[Any]) -> bool:
+    """Strides that differ only where they move through no memory; or the
+    contiguity in a memory format of a tensor holding no elements (eager
+    calls it contiguous whatever its strides, a fake kernel's flags may not),
+    or of one with dimensions of size 1 whose strides differ there too."""
+    if m.attribute == "stride()":
+        return only_degenerate_strides(m.real, m.fake, real)
+    if real is None:
+        return False
+    return real.holds_no_elements or (1 in real.shape and any(
+        o.attribute == "stride()" and o.path == m.path for o in same_path))
+
+
 ZERO_ELEMENT_VIEW_REPRODUCER = (
     "import torch\n"
     "from torch._subclasses.fake_tensor import FakeTensorMode\n"
@@ -317,7 +332,7 @@ ENTRIES: list[KnownDifference] = [
         applies=made_on_own_storage,
         # (the output has no elements: a view op's copy of a tensor with
         # elements is another cause, op:reshape-of-unbacked-size-copies)
-        applies_to_real=lambda m, real: real is not None and real.holds_no_elements,
+        applies_to_real=lambda m, real, same_path: real is not None and real.holds_no_elements,
         converters=FAKE_TENSOR_CONVERTERS,
         reason=(
             "FakeTensorMode's dispatch cache: a view op on a tensor with no elements, served "
@@ -429,7 +444,7 @@ ENTRIES: list[KnownDifference] = [
         attribute="raised",
         applies=_raised("refers? to a single memory location", side="real"),
         # (no fake kernel checks for overlap: the step alone shows it, also
-        # where no control can be made, as for a tensor in shared memory)
+        # where no control can be made)
         errors_decide=True,
         reason=(
             "eager in-place ops refuse to write to a tensor whose elements overlap in memory "
@@ -711,13 +726,9 @@ ENTRIES: list[KnownDifference] = [
         id="degenerate-strides",
         statement=r".",
         # (and the contiguity in a memory format those strides decide: read
-        # where the same tensor's strides differ, and only so)
+        # where the same tensor's strides differ, or it holds no elements)
         attribute=r"stride\(\)|is_contiguous\(memory_format=torch\.\w+\)",
-        applies=lambda m, same_path: m.attribute == "stride()" or any(
-            o.attribute == "stride()" and o.path == m.path for o in same_path),
-        applies_to_real=lambda m, real: (
-            only_degenerate_strides(m.real, m.fake, real) if m.attribute == "stride()"
-            else real is not None and (real.holds_no_elements or 1 in real.shape)),
+        applies_to_real=_degenerate_strides_or_contiguity,
         reason=(
             "strides of dimensions that do not move through memory (a tensor with no elements, "
             "or inside vmap over a batch of size 0; dimensions of size 1) are computed "
@@ -725,7 +736,9 @@ ENTRIES: list[KnownDifference] = [
             "the meta kernel of set_() give contiguous strides where eager keeps the input's; "
             "fake kernels give an empty tensor other strides there (arange(0).reshape((0, 1, 1, "
             "2)).to(torch.float32): (2, 2, 2, 1), eager (2, 0, 0, 1)), which a .grad after "
-            "backward follows"
+            "backward follows; and so is the contiguity in a memory format of a tensor with no "
+            "elements (a C++ functional tensor's after zero_(): eager channels_last-contiguous, "
+            "the fake not)"
         ),
         link=UNFILED,
         reproducer=DEGENERATE_STRIDES_REPRODUCER,
@@ -1435,7 +1448,7 @@ ENTRIES: list[KnownDifference] = [
             str(m.real) == "nothing" and re.search(
                 r"MetadataMismatchError: .*for func: aten\.copy\.default", str(m.fake))
             is not None),
-        applies_to_real=lambda m, real: m.attribute == "raised" or (
+        applies_to_real=lambda m, real, same_path: m.attribute == "raised" or (
             real is not None and real.holds_no_elements),
         reason=(
             "aten.copy of a tensor with no elements and strides not those of a dense tensor "
