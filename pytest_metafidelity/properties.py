@@ -225,7 +225,7 @@ UNTYPED_STORAGE_RULES: dict[str, Rule] = {
 
 # Why torch._functionalize_<name> is not read, for those that act on a
 # tensor rather than read it, or read what is compared elsewhere (the
-# wrappers check reads the others: checks.wrappers.FUNCTIONALIZATION_QUERIES).
+# wrappers check reads the others: strategies.tensor_facts.FUNCTIONALIZATION_QUERIES).
 _ACTS = "acts on the tensor, reads nothing: "
 FUNCTIONALIZATION_NOT_READ: dict[str, str] = {
     "commit_update": _ACTS + "commits a view's pending update to its base",
@@ -249,7 +249,7 @@ FUNCTIONALIZATION_NOT_READ: dict[str, str] = {
 
 
 def functionalization_rule(name: str) -> Rule | None:
-    from .checks.wrappers import FUNCTIONALIZATION_QUERIES, functionalization_attribute
+    from .strategies.tensor_facts import FUNCTIONALIZATION_QUERIES, functionalization_attribute
 
     if name in FUNCTIONALIZATION_QUERIES:
         calls = FUNCTIONALIZATION_QUERIES[name]

@@ -140,7 +140,7 @@ def read_value(prop: Property, reading: TensorReading) -> str:
 
         return label(prop.name in keyset_names(torch._C._dispatch_keys(t)))
     if prop.group == "Functionalization":
-        from .checks.wrappers import FUNCTIONALIZATION_QUERIES
+        from .strategies.tensor_facts import FUNCTIONALIZATION_QUERIES
 
         if prop.name not in FUNCTIONALIZATION_QUERIES:
             raise NotRead("not a reading (an action, or compared elsewhere)")

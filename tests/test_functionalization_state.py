@@ -2,7 +2,7 @@
 mutations of data, metadata and storage, whether they ran under no_grad,
 whether it is a view of a multi-output op -- is read by the ``wrappers``
 check (``torch._functionalize_<name>(t)``, listed in
-``checks.wrappers.FUNCTIONALIZATION_QUERIES``), on the real tensor and its
+``tensor_facts.FUNCTIONALIZATION_QUERIES``), on the real tensor and its
 conversion alike; the converters start a new record (the known difference
 functional-mutation-forgotten)."""
 
@@ -14,13 +14,11 @@ import pytest
 import torch
 
 from pytest_metafidelity import check_faithful
-from pytest_metafidelity.checks.wrappers import (
-    FUNCTIONALIZATION_QUERIES,
-    functionalization_attribute,
-    read_wrapping,
-)
+from pytest_metafidelity.checks.wrappers import read_wrapping
 from pytest_metafidelity.faithful import KNOWN, PASSED
 from pytest_metafidelity.properties import FUNCTIONALIZATION_NOT_READ, functionalization_names
+from pytest_metafidelity.strategies.tensor_facts import (FUNCTIONALIZATION_QUERIES,
+                                                       functionalization_attribute)
 
 F = torch._to_functional_tensor
 A = functionalization_attribute

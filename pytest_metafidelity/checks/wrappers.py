@@ -27,7 +27,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..strategies.tensor_facts import functional_value, inner_tensors, opaque_attributes
+from ..strategies.tensor_facts import (FUNCTIONALIZATION_QUERIES, functional_value,
+                                       functionalization_attribute, inner_tensors,
+                                       opaque_attributes)
 from ..symbolic import hint
 from . import Conversion, Mismatch, check
 from ._util import related, safe
@@ -73,32 +75,6 @@ class _WrappingQueries:
             for args in calls]
         self.view_metas = getattr(getattr(torch._C, "_functionalization", None),
                                   "get_view_meta_sequence", None)
-
-
-# What functionalization records of a functional tensor, asked of one through
-# ``torch._functionalize_<name>(t, *args)``, with the arguments of each call.
-# The other ``torch._functionalize_*`` functions act on a tensor, or read what
-# another check compares (properties.FUNCTIONALIZATION_NOT_READ says why); a
-# new one is read once it is listed here, and unexplained until then.
-FUNCTIONALIZATION_QUERIES: dict[str, tuple[tuple[Any, ...], ...]] = {
-    "has_data_mutation": ((),),
-    "has_metadata_mutation": ((),),
-    "mutation_counter": ((),),
-    "was_storage_changed": ((),),
-    "storage_changed_counter": ((),),
-    "was_inductor_storage_resized": ((),),
-    "inductor_storage_resized_counter": ((),),
-    "are_all_mutations_hidden_from_autograd": ((),),
-    "are_all_mutations_under_no_grad_or_inference_mode": ((),),
-    "is_multi_output_view": ((),),
-    "is_symbolic": ((),),
-}
-
-
-def functionalization_attribute(name: str, args: tuple[Any, ...] = ()) -> str:
-    """How a reading of functionalization's state is reported, as users
-    write it: ``torch._functionalize_mutation_counter()``."""
-    return f"torch._functionalize_{name}({', '.join(map(repr, args))})"
 
 
 _QUERIES: list[_WrappingQueries] = []
