@@ -551,7 +551,6 @@ def _control_tensors(recipe: Recipe | FunctionRecipe, meta: bool, carries_real: 
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-
     if meta:
         with torch.device("meta"):
             tensors = recipe.build_again()
