@@ -252,8 +252,7 @@ def functionalization_rule(name: str) -> Rule | None:
     from .strategies.tensor_facts import FUNCTIONALIZATION_QUERIES, functionalization_attribute
 
     if name in FUNCTIONALIZATION_QUERIES:
-        calls = FUNCTIONALIZATION_QUERIES[name]
-        return _c("wrappers", ", ".join(functionalization_attribute(name, a) for a in calls))
+        return _c("wrappers", functionalization_attribute(name))
     if name in FUNCTIONALIZATION_NOT_READ:
         return Explained(FUNCTIONALIZATION_NOT_READ[name])
     return None

@@ -146,8 +146,6 @@ def read_value(prop: Property, reading: TensorReading) -> str:
             raise NotRead("not a reading (an action, or compared elsewhere)")
         if not torch._is_functional_tensor(t):
             raise NotRead("not a functional tensor")
-        query = getattr(torch, f"_functionalize_{prop.name}")
         # (a counter as whether it counted anything: its values both ways)
-        values = tuple(bool(query(t, *args)) for args in FUNCTIONALIZATION_QUERIES[prop.name])
-        return label(values[0] if len(values) == 1 else values)
+        return label(bool(getattr(torch, f"_functionalize_{prop.name}")(t)))
     raise NotRead(f"unknown group {prop.group}")

@@ -165,30 +165,23 @@ def is_escaped_grad_wrapper(t: Any) -> bool:
 
 
 # What functionalization records of a functional tensor, asked of one through
-# ``torch._functionalize_<name>(t, *args)``, with the arguments of each call;
-# the ``wrappers`` check compares them.  The other ``torch._functionalize_*``
+# ``torch._functionalize_<name>(t)``; the ``wrappers`` check compares them.  The other ``torch._functionalize_*``
 # functions act on a tensor, or read what another check compares
 # (``pytest_metafidelity.properties.FUNCTIONALIZATION_NOT_READ`` says why); a
 # new one is read once it is listed here, and unexplained until then.
-FUNCTIONALIZATION_QUERIES: dict[str, tuple[tuple[Any, ...], ...]] = {
-    "has_data_mutation": ((),),
-    "has_metadata_mutation": ((),),
-    "mutation_counter": ((),),
-    "was_storage_changed": ((),),
-    "storage_changed_counter": ((),),
-    "was_inductor_storage_resized": ((),),
-    "inductor_storage_resized_counter": ((),),
-    "are_all_mutations_hidden_from_autograd": ((),),
-    "are_all_mutations_under_no_grad_or_inference_mode": ((),),
-    "is_multi_output_view": ((),),
-    "is_symbolic": ((),),
-}
+FUNCTIONALIZATION_QUERIES = (
+    "has_data_mutation", "has_metadata_mutation", "mutation_counter",
+    "was_storage_changed", "storage_changed_counter",
+    "was_inductor_storage_resized", "inductor_storage_resized_counter",
+    "are_all_mutations_hidden_from_autograd", "are_all_mutations_under_no_grad_or_inference_mode",
+    "is_multi_output_view", "is_symbolic",
+)
 
 
-def functionalization_attribute(name: str, args: tuple[Any, ...] = ()) -> str:
+def functionalization_attribute(name: str) -> str:
     """How a reading of functionalization's state is reported, as users
     write it: ``torch._functionalize_mutation_counter()``."""
-    return f"torch._functionalize_{name}({', '.join(map(repr, args))})"
+    return f"torch._functionalize_{name}()"
 
 
 def functorch_unwrapped(t: Any) -> Any:

@@ -69,10 +69,8 @@ class _WrappingQueries:
         # views it is regenerated through from its base when the base is
         # mutated (its ViewMeta chain)
         self.functionalization = [
-            (functionalization_attribute(name, args), fn, args)
-            for name, calls in FUNCTIONALIZATION_QUERIES.items()
-            if (fn := getattr(torch, f"_functionalize_{name}", None)) is not None
-            for args in calls]
+            (functionalization_attribute(name), fn) for name in FUNCTIONALIZATION_QUERIES
+            if (fn := getattr(torch, f"_functionalize_{name}", None)) is not None]
         self.view_metas = getattr(getattr(torch._C, "_functionalization", None),
                                   "get_view_meta_sequence", None)
 
@@ -102,8 +100,8 @@ def read_wrapping(t: Any) -> dict[str, Any]:
         flag = _ask(fn, t)
         out[key] = None if flag is None else bool(flag)
     if out.get("torch._is_functional_tensor()"):
-        for key, fn, args in q.functionalization:
-            reading = _ask(lambda u: fn(u, *args), t)
+        for key, fn in q.functionalization:
+            reading = _ask(fn, t)
             # (a counter that is symbolic as its hint: reading adds no guard)
             out[key] = reading if isinstance(reading, (bool, type(None))) else hint(reading)
         if q.view_metas is not None:
