@@ -18,6 +18,7 @@ _EXPORTS = {
     "FidelityError": "faithful",
     "FidelityResult": "faithful",
     "Outcome": "faithful",
+    "ProgramNotRun": "outcomes",
     "KnownDifference": "known_differences",
     "KNOWN_DIFFERENCES": "known_differences",
     "UnexpectedlyPassing": "known_differences",

@@ -19,10 +19,10 @@ from .checks.behaviour import first_differing_step, rebuilt_or_why
 from .checks.wrappers import INNER_CHECKS
 from .converters import CONVERTERS, Unsupported, available_converters, convert_all, make_converter
 from .outcomes import (FAILED, FAILING, INTERNAL, KNOWN, PASSED, STATUSES, UNSUPPORTED, XPASS,
-                       FidelityError, FidelityResult, Outcome)
+                       FidelityError, FidelityResult, Outcome, ProgramNotRun)
 from .reproducer import Rerun, checked_reproducer, reproducer_source
 from .strategies.described import recipe_for
-from .strategies.programs import Program, as_program, seeded_programs
+from .strategies.programs import Program, as_program, seeded_programs, why_no_programs
 from .strategies.recipe import FunctionRecipe
 from .strategies.torch_errors import release_frames
 
@@ -62,7 +62,13 @@ def check_faithful(
     ``program``: a program (source text, or a ``Program``) the ``behaviour``
     check runs on the real and the converted tensors.  ``programs=N``: also
     run ``behaviour`` with N seeded random programs, each on a fresh
-    conversion (:func:`_check_with_programs`).
+    conversion (:func:`_check_with_programs`).  A program that cannot run
+    is never passed over in silence: where programs do not apply to the
+    tensors (a meta or quantized tensor...), or ``checks`` leaves out
+    ``behaviour`` (for ``program=``), a ValueError says so; where the
+    tensors cannot be made again for the program's real side, each
+    outcome's ``notes`` say why (and ``assert_faithful`` warns
+    :class:`~.outcomes.ProgramNotRun`).
 
     ``remake``: a function that makes the same tensors again, anew on every
     call (the code that made them; a tensor or a tuple, in the order given).
@@ -119,19 +125,35 @@ def _check_once(tensors: Sequence["torch.Tensor"], converters: list[str],
     validated (:func:`_validated`); ``remade_by``: ``remake`` checked
     (:func:`_remade_by`)."""
     recipe, names = _recipe_and_names(tensors)
-    if program is not None:
-        program = as_program(program, names)
+    parsed = as_program(program, names) if program is not None else None
+    if parsed is not None and parsed.steps:  # (an empty one, drawn where none applies, asks nothing)
+        _check_program_runs(tensors, checks)
     rebuilt_by: "Recipe | FunctionRecipe | None" = (
         remade_by if remade_by is not None
         else None if isinstance(recipe, Exception) else recipe)
     outcomes = []
     for name in converters:
-        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, program,
+        outcomes.append(_one_converter(name, names, tensors, checks, order, strict, parsed,
                                        rebuilt_by))
     torch_caches.conversion_done(len(converters))
     return FidelityResult(outcomes, functools.partial(
         _reproducer, recipe, outcomes, converters, list(checks) if checks else checks, order,
-        program, strict))
+        parsed, strict))
+
+
+def _check_program_runs(tensors: Sequence["torch.Tensor"], checks: Sequence[str] | None) -> None:
+    """A ValueError where a program given would not run: the ``behaviour``
+    check (the one that runs it) is left out, or programs do not apply to
+    the tensors."""
+    if checks is not None and "behaviour" not in checks:
+        raise ValueError(f"program= is run by the 'behaviour' check, which checks={list(checks)!r} "
+                         "leaves out: add 'behaviour' to checks, or give no program")
+    why = why_no_programs(tensors)
+    if why is not None:
+        raise ValueError(
+            f"program= cannot run on these tensors: {why}.  Programs run on tensors with "
+            "values: strided, sparse (COO and compressed), nested jagged and MKLDNN tensors, "
+            "traceable wrapper subclasses and C++ functional tensors")
 
 
 def _recipe_and_names(tensors: Sequence["torch.Tensor"]
@@ -186,7 +208,9 @@ def _reproducer(recipe: "Recipe | Exception", outcomes: list[Outcome], converter
         checks if not found else [next(iter(registry))])
     if isinstance(recipe, Exception):
         return f"# no reproducer: describing the tensors raised {type(recipe).__name__}: {recipe}\n"
-    shown = _program_shown(program, outcomes)
+    # (the program is the behaviour check's: shown only where that check runs)
+    shown = (_program_shown(program, outcomes)
+             if failing_checks is None or "behaviour" in failing_checks else None)
     source = reproducer_source(recipe, converters=failing, checks=failing_checks, order=order,
                                program=shown)
     failing_outcomes = [o for o in outcomes if o.converter in failing]
@@ -293,10 +317,14 @@ def _one_converter(
         except Exception as e:
             internal.append(InternalError("known-differences", e))
             outcome = Outcome(name, FAILED, mismatches)
+        not_run = converted.program_not_run
         # The last references to the converted tensors: the probes left by
         # checks that must see them released (memo) run without them.
         del converted, mismatches
         outcome = _with_unexplained(outcome, _run_probes(probes, internal))
+        if not_run is not None:
+            outcome = dataclasses.replace(outcome, notes=[
+                *outcome.notes, f"the behaviour check did not run the program: {not_run}"])
         if internal:
             outcome = dataclasses.replace(outcome, status=INTERNAL, internal_errors=internal)
         return outcome
@@ -336,12 +364,16 @@ def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *,
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"programs={n!r} must be a non-negative int")
     remade_by = _remade_by(remake, tensors)  # (checked once, not once per program)
+    drawn = seeded_programs(tuple(tensors), n, seed=seed)
+    if drawn and not any(p.steps for p in drawn):
+        raise ValueError(f"programs={n!r}: programs cannot run on these tensors: "
+                         f"{drawn[0].reason or 'no step of the vocabulary applies to them'}")
     result = _check_once(tensors, converters, checks, order, strict, None, remade_by)
     if not result.ok:
         return result
-    for program in seeded_programs(tuple(tensors), n, seed=seed):
+    for program in drawn:
         if not program.steps:
-            break  # programs do not apply to these tensors (program.reason)
+            continue
         run = _check_once(tensors, converters, ["behaviour"], order, strict, program, remade_by)
         if not run.ok:
             return run
@@ -434,13 +466,17 @@ def assert_faithful(
     every broken invariant, real vs fake, and a runnable reproducer.  Known
     differences pass (``strict=True``: fail); an entry that passed
     unexpectedly warns :class:`~.known_differences.UnexpectedlyPassing`
-    (``strict=True``: fails).  A check that crashed raises FidelityError
+    (``strict=True``: fails), and a program the ``behaviour`` check could
+    not run (the tensors could not be made again for its real side) warns
+    :class:`~.outcomes.ProgramNotRun`.  A check that crashed raises FidelityError
     too, chained to the check's exception."""
     __tracebackhide__ = True
     result = check_faithful(*tensors, converters=converters, checks=checks, order=order,
                             strict=strict, program=program, programs=programs, remake=remake)
     if not result.ok:
         raise FidelityError(result)
+    if result.notes:
+        warnings.warn(ProgramNotRun("\n".join(result.notes)), stacklevel=2)
     if result.unexpectedly_passing:
         from .known_differences import UnexpectedlyPassing
 

@@ -67,7 +67,9 @@ class Outcome:
     ``strict``, known ones too).  ``known``: (entry id, mismatch) for each
     difference a known-difference entry explains.  ``unexpectedly_passing``:
     ids of entries that expected a difference that did not occur.
-    ``internal_errors``: the checks that crashed (status ``internal-error``)."""
+    ``internal_errors``: the checks that crashed (status ``internal-error``).
+    ``notes``: what was asked and not done, whatever the status (the
+    ``behaviour`` check could not run the program given: why)."""
 
     converter: str
     status: str  # one of STATUSES
@@ -76,12 +78,14 @@ class Outcome:
     known: list[tuple[str, Mismatch]] = dataclasses.field(default_factory=list)
     unexpectedly_passing: list[str] = dataclasses.field(default_factory=list)
     internal_errors: list[InternalError] = dataclasses.field(default_factory=list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
     def describe(self) -> str:
         head = f"converter {self.converter!r}: {self.status}"
         if self.reason:
             head += f" ({self.reason})"
-        lines = [head, *("  " + e.describe().replace("\n", "\n  ") for e in self.internal_errors),
+        lines = [head, *("  note: " + n for n in self.notes),
+                 *("  " + e.describe().replace("\n", "\n  ") for e in self.internal_errors),
                  *("  " + m.describe().replace("\n", "\n  ") for m in self.mismatches)]
         shown = {id(m) for m in self.mismatches}
         for entry_id, m in self.known:
@@ -89,6 +93,12 @@ class Outcome:
                 lines.append(f"  known difference {entry_id}: "
                              + m.describe().replace("\n", "\n  "))
         return "\n".join(lines)
+
+
+class ProgramNotRun(UserWarning):
+    """The ``behaviour`` check could not run the program it was given (the
+    outcomes' ``notes`` say why): nothing was checked of how the converted
+    tensors behave."""
 
 
 class FidelityResult:
@@ -127,6 +137,11 @@ class FidelityResult:
     @property
     def internal_errors(self) -> list[InternalError]:
         return [e for o in self.outcomes for e in o.internal_errors]
+
+    @property
+    def notes(self) -> list[str]:
+        """Every outcome's notes, each prefixed with its converter."""
+        return [f"{o.converter}: {n}" for o in self.outcomes for n in o.notes]
 
     @property
     def unexpectedly_passing(self) -> list[Outcome]:

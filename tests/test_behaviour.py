@@ -267,6 +267,39 @@ def test_assert_faithful_runs_seeded_programs() -> None:
         assert_faithful(base, view, program="p0 = t0[1:]\nt9.add_(1)")
 
 
+def test_a_program_that_cannot_run_is_never_passed_over_in_silence() -> None:
+    (m,) = built("t0 = torch.zeros(3, device='meta')", outputs=("t0",))
+    with pytest.raises(ValueError, match="program= cannot run on these tensors: t0 is a meta "
+                                         "tensor.*Programs run on tensors with values"):
+        check_faithful(m, converters=["fake"], program="t0.add_(1)")
+    with pytest.raises(ValueError, match="programs=3: programs cannot run on these tensors: "
+                                         "t0 is a meta tensor"):
+        check_faithful(m, converters=["fake"], programs=3)
+    (t,) = built("t0 = torch.zeros(3)", outputs=("t0",))
+    with pytest.raises(ValueError, match=r"checks=\['oracle'\] leaves out: add 'behaviour'"):
+        check_faithful(t, converters=["fake"], checks=["oracle"], program="t0.add_(1)")
+    # programs=N runs the behaviour check whatever the checks (and an empty
+    # program, the suite's where none applies, asks for nothing)
+    assert check_faithful(t, converters=["fake"], checks=["oracle"], programs=2).ok
+    assert check_faithful(m, converters=["fake"], program="").ok
+
+
+def test_a_reproducer_of_another_check_has_no_program() -> None:
+    (t,) = built("t0 = torch.arange(12.).reshape(3, 4)", outputs=("t0",))
+
+    def transposed(conv: Any, real: Any, fake: Any) -> Any:
+        with conv.mode:
+            return torch.empty_strided(real.shape, (1, 3), dtype=real.dtype)
+
+    with faulty("fake", transposed):
+        # (the sum is the same whatever the strides: behaviour passes)
+        result = check_faithful(t, converters=["faulty"], checks=["oracle", "behaviour"],
+                                program="p0 = t0.sum()")
+        assert {m.check for m in result.outcomes[0].mismatches} == {"oracle"}, result.describe()
+        source = result.reproducer
+    assert "checks=['oracle']" in source and "program" not in source, source
+
+
 def test_seeded_programs_are_the_same_every_time() -> None:
     base, view = built("t0 = torch.arange(12.).reshape(3, 4)", "t1 = t0[1:]",
                        outputs=("t0", "t1"))

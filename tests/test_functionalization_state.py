@@ -102,3 +102,24 @@ def test_the_describer_makes_the_record_again(mutation: str) -> None:
     for name in FUNCTIONALIZATION_QUERIES:
         if not name.endswith("_counter"):
             assert again[A(name)] == given[A(name)], (name, recipe.to_python())
+
+
+def test_a_functional_tensor_that_converting_restrides_still_runs_its_program() -> None:
+    # Converting a C++ functional tensor syncs it (functional-sync-on-convert):
+    # its pending update is applied, and regenerated from its base it has
+    # other strides.  The behaviour check's copies are made as the
+    # conversion left it, so its program runs (a 10-example run met it: the
+    # program was not run, and the outcome now says so where that happens).
+    from pytest_metafidelity.strategies import Recipe
+
+    (t,) = Recipe((
+        "t0 = torch.empty(0).set_(torch.arange(22.).untyped_storage(), 2, (4, 2), (6, 0))",
+        "t1 = torch._to_functional_tensor(t0)",
+        "t1[1:].zero_()",  # (pending on t1 until it is synced)
+    ), ("t1",)).build()
+    assert t.stride() == (6, 0)
+    outcome = check_faithful(t, converters=["fake"], program="t1.unsqueeze_(0)\nt1.mul_(2)"
+                             ).outcomes[0]
+    assert t.stride() == (2, 1)  # (synced by the conversion)
+    assert outcome.notes == [] and outcome.status == KNOWN, outcome.describe()
+    assert "functional-sync-on-convert" in outcome.reason

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_metafidelity import check_faithful
+from pytest_metafidelity import ProgramNotRun, assert_faithful, check_faithful
 from pytest_metafidelity import known_differences as kd
 from pytest_metafidelity.checks import Mismatch
 from pytest_metafidelity.checks.behaviour import Lockstep
@@ -225,7 +225,16 @@ def test_a_wrapper_handed_over_without_its_recipe_is_no_internal_error() -> None
         assert copies is None and why is not None and "not made" in why
         outcome = check_faithful(t, converters=["fake"], checks=["behaviour"],
                                  program="p0 = t0.view(-1)").outcomes[0]
+        # ... and the outcome says so; assert_faithful warns
+        with pytest.warns(ProgramNotRun, match="fake: the behaviour check did not run the "
+                                               "program: the tensors made again differ"):
+            assert_faithful(t, converters=["fake"], checks=["behaviour"],
+                            program="p0 = t0.view(-1)")
     assert outcome.status == PASSED and not outcome.internal_errors, outcome.describe()
+    assert outcome.notes == [
+        "the behaviour check did not run the program: the tensors made again differ from "
+        "those given: t0: not made (the recipe could not describe it)"]
+    assert "note: the behaviour check did not run the program" in outcome.describe()
 
 
 def test_contiguity_of_a_functional_tensor_with_no_elements_is_degenerate() -> None:

@@ -103,6 +103,9 @@ class Conversion:
     behaviour_uncopied_reads: set[str] = dataclasses.field(default_factory=set)
     op_differences: set[str] = dataclasses.field(default_factory=set)
     reconvert_records: list[Reconverted] = dataclasses.field(default_factory=list)
+    # Why the ``behaviour`` check did not run a program that has steps (the
+    # copies of the real side could not be made): the outcome says so.
+    program_not_run: str | None = None
 
     def pairs(self) -> Iterator[tuple[str, "torch.Tensor", "torch.Tensor | None"]]:
         return iter(zip(self.names, self.real, self.fake))

@@ -453,17 +453,39 @@ def _copy_bytes(originals: Sequence[torch.Tensor], copies: Sequence[torch.Tensor
 
 def rebuild(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], names: Sequence[str]) -> Any:
     """Copies of the user's tensors (the real side), or None when the recipe
-    does not rebuild them faithfully: torch refuses to run it again, or it
-    makes other tensors.  What comparing them raises is our error, and
+    does not rebuild them faithfully (:func:`rebuilt_or_why_not`)."""
+    return rebuilt_or_why_not(recipe, originals, names)[0]
+
+
+def rebuilt_or_why_not(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor],
+                       names: Sequence[str]) -> tuple[Any, str | None]:
+    """(copies of the user's tensors, None), or (None, why not) when the
+    recipe does not rebuild them faithfully: torch refuses to run it again,
+    or it makes other tensors.  What comparing them raises is our error, and
     propagates (an internal error of the check, never "no program")."""
+    import torch
+
     try:
         made = recipe.build_again()
     except Exception as e:
         if not raised_by_recipe(e, recipe):
             raise  # ours: an internal error of the check
-        return None  # torch refused the recipe's code
-    copies, _ = _as_copies(made, originals, names)
-    return copies
+        # torch refused the recipe's code
+        return None, f"making the tensors again raised {type(e).__name__}: {e}"[:500]
+    copies, why = _as_copies(made, originals, names)
+    if copies is None and any(torch._is_functional_tensor(t) for t in made if t is not None):
+        # Converting a C++ functional tensor syncs it (``functional-sync-on-convert``):
+        # its pending updates are applied, and regenerating it from its base
+        # may give it other strides.  The copies are made as the conversion
+        # left the originals.
+        made = recipe.build_again()
+        for t in made:
+            if t is not None and torch._is_functional_tensor(t):
+                torch._sync(t)
+        copies, _ = _as_copies(made, originals, names)
+    if copies is None:
+        return None, f"the tensors made again differ from those given: {why}"[:500]
+    return copies, None
 
 
 def rebuilt_or_why(recipe: Recipe | FunctionRecipe, originals: Sequence[torch.Tensor], names: Sequence[str]
@@ -612,14 +634,19 @@ def behaviour_check(conv: Conversion) -> list[Mismatch]:
     program = getattr(conv, "program", None)
     if program is None or not program.steps or conv.inner:
         return []
-    if why_no_programs(conv.real) is not None or any(f is None for f in conv.fake):
-        return []
+    if any(f is None for f in conv.fake):
+        return []  # (the conversion raised: that is the finding)
+    why = why_no_programs(conv.real)
     names = tuple(program.inputs)  # the program's names for the tensors, in order
-    if len(names) != len(conv.real):
+    if why is None and len(names) != len(conv.real):
+        why = f"it runs on {len(names)} tensor(s), {len(conv.real)} were converted"
+    if why is not None:
+        conv.program_not_run = why
         return []
     recipe = conv.recipe if conv.recipe is not None else recipe_for(conv.real)
-    copies = rebuild(recipe, conv.real, recipe.outputs)
+    copies, why = rebuilt_or_why_not(recipe, conv.real, recipe.outputs)
     if copies is None:
+        conv.program_not_run = why
         return []
     # The program runs on the conversion's own converted tensors and changes
     # them: this check runs after every other and after the known

@@ -23,7 +23,7 @@ import random
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Callable
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, event, given, seed, settings
 from hypothesis import strategies as st
 
 from ..checks import step_time_limit
@@ -347,6 +347,8 @@ def _run_example(
                 program=program,
             )
         failed = not result.ok
+        for note in result.notes:  # (a program the behaviour check could not run)
+            event(note.split(": ", 2)[1])
     except SystemExit as e:
         if run is not None:
             run.tallies.setdefault(nodeid, Counter())["examples"] += 1
