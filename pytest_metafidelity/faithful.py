@@ -13,7 +13,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import snapshots, torch_caches
-from .checks import (Conversion, InternalError, Mismatch, all_checks, default_checks,
+from .checks import (Conversion, InternalError, Judge, Mismatch, all_checks, default_checks,
                      mutating_checks, run_checks)
 from .checks.behaviour import first_differing_step, rebuilt_or_why
 from .checks.wrappers import INNER_CHECKS
@@ -292,7 +292,8 @@ def _one_converter(
         probes: list[Callable[[], list[Mismatch]]] = []
         converted = Conversion(tuple(names), tuple(tensors), tuple(fakes), converter,
                                order=tuple(order), before=before, after=after,
-                               release_probes=probes, program=program, recipe=recipe)
+                               release_probes=probes, program=program, recipe=recipe,
+                               judge=_judge_of(name))
         del fakes
         internal: list[InternalError] = []
         selected = list(checks) if checks else default_checks()
@@ -410,6 +411,13 @@ def _with_unexplained(outcome: Outcome, found: list[Mismatch]) -> Outcome:
         return outcome
     failing = (outcome.mismatches if outcome.status == FAILED else []) + found
     return dataclasses.replace(outcome, status=FAILED, mismatches=failing)
+
+
+def _judge_of(converter: str) -> Judge:
+    """What the checks ask of the registry for ``converter`` (a ``checks.Judge``)."""
+    from .known_differences import RegistryJudge
+
+    return RegistryJudge(converter)
 
 
 def _triage(name: str, mismatches: list[Mismatch], conversion: Conversion,

@@ -1,4 +1,4 @@
-"""The model of MetaConverter's allocation (known_differences.converter_model)
+"""The model of MetaConverter's allocation (converter_model)
 against what torch does: the storage predicates are exact by contract, so
 the model they rest on must be."""
 
@@ -14,7 +14,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch._subclasses.meta_utils import MetaConverter
 
 from pytest_metafidelity.checks import Conversion
-from pytest_metafidelity.known_differences.converter_model import (
+from pytest_metafidelity.converter_model import (
     converted_storage_nbytes,
     footprint,
     reach,

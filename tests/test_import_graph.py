@@ -62,15 +62,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                      "hypofuzz_runs",
                      "checks._util", "checks._dispatch_keys", "checks.step_time_limit")),
     # Converting, and what is read around a conversion.
-    ("converters", ("converters", "snapshots", "outcomes", "properties")),
-    # The checks that read converted tensors at one instant.
+    ("converters", ("converters", "converter_model", "snapshots", "outcomes", "properties")),
+    # The checks, those that run programs too: what they ask of the registry
+    # is handed to them (a ``checks.Judge``), never imported.
     ("checks", ("checks", "checks.*", "property_values")),
     # The registry of known differences, and how a mismatch is judged against it.
     ("known differences", ("known_differences", "known_differences.*")),
-    # The checks that run programs.  They still judge operator differences
-    # and what follows from known differences themselves, so they sit above
-    # the registry (#23 item 1: findings typed, triage left to the caller).
-    ("program checks", ("checks.behaviour", "checks.reconvert")),
     # Reproducers, then check_faithful, which runs everything above.
     ("reproducers", ("reproducer",)),
     ("checking", ("faithful", "upstream")),
@@ -310,7 +307,7 @@ def test_every_module_is_in_a_layer() -> None:
 
 def test_layer_of_prefers_the_exact_name_and_the_longest_prefix() -> None:
     names = [name for name, _ in LAYERS]
-    assert names[layer_of(_P + "checks.behaviour")] == "program checks"
+    assert names[layer_of(_P + "checks.behaviour")] == "checks"
     assert names[layer_of(_P + "checks.metadata")] == "checks"
     assert names[layer_of(_P + "checks")] == "checks"
     assert names[layer_of(_P + "checks._util")] == "foundations"

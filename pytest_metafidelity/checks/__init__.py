@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
-from ..findings import CheckCrashed, InternalError, Mismatch, Reconverted, StepDifference
+from ..findings import (CheckCrashed, InternalError, Mismatch, RealExtent, Reconverted,
+                        StepDifference)
 
 if TYPE_CHECKING:
     import torch
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHECK_MODULES", "CheckCrashed", "CheckFn", "CheckSpec", "Conversion", "InternalError",
-    "Mismatch", "all_checks", "check", "check_modules", "default_checks", "run_checks",
+    "Judge", "Mismatch", "all_checks", "check", "check_modules", "default_checks", "run_checks",
 ]
 
 # The report order of the built-in checks' modules.  Every other module of
@@ -56,6 +57,33 @@ def check_modules() -> list[str]:
     return [*CHECK_MODULES, *(m for m in found if m not in CHECK_MODULES)]
 
 
+class Judge(Protocol):
+    """What the ``behaviour`` check asks of the registry of known
+    differences while a program runs: which differences present before the
+    first step are known (what a step on those tensors then does follows
+    from them), and which operator differences a step's differences are.
+    Whoever runs the check hands one over on the :class:`Conversion`
+    (``check_faithful``: the registry's, for the converter), so that no
+    check imports the registry: data flows one way.  What it raises is an
+    internal error of the check that asked."""
+
+    def explain(self, mismatches: list[Mismatch], conversion: "Conversion", checks: set[str]
+                ) -> tuple[list[tuple[str, Mismatch]], list[Mismatch]]:
+        """(entry id, mismatch) for each of ``mismatches`` a known difference
+        explains (``checks``: those that ran), and the others."""
+        ...
+
+    def operator_differences(self, statement: str, mismatches: Sequence[Mismatch], *,
+                             without_control: bool = False,
+                             real_extents: dict[str, RealExtent | None] | None = None
+                             ) -> list[str] | None:
+        """The name of the operator difference each of a step's differences
+        is (``statement``: the step's source), where the control shows it
+        too (``without_control``: none could be built, and only the step's
+        errors decide); None unless every one is explained."""
+        ...
+
+
 @dataclasses.dataclass
 class Conversion:
     """What a check sees: the real tensors, in the order given by the user,
@@ -72,7 +100,9 @@ class Conversion:
     probe instead of converting everything again; the owner of the converted
     tensors (:func:`~pytest_metafidelity.faithful.check_faithful`) drops
     them, with this Conversion, and calls each probe.  None: the check does
-    it on its own.  ``program``: the program the ``behaviour`` check runs.
+    it on its own.  ``program``: the program the ``behaviour`` check runs;
+    ``judge``: what it asks of the registry of known differences (a
+    :class:`Judge`; None: nothing is known, no operator difference registered).
     ``recipe``: the recipe that rebuilds the real tensors (the ``behaviour``
     and ``reconvert`` checks run on copies it makes), or the function
     ``check_faithful(remake=...)`` was given (a ``FunctionRecipe``); None where it could
@@ -92,6 +122,7 @@ class Conversion:
     release_probes: list[Callable[[], list["Mismatch"]]] | None = None
     program: "Program | None" = None
     recipe: "Recipe | FunctionRecipe | None" = None
+    judge: Judge | None = None
     # What the program checks saw, for their known differences to read
     # (:mod:`..findings`): ``behaviour`` records the steps' differences no
     # control explained, the ids of the known differences a differing step

@@ -42,7 +42,9 @@ a ``FakeTensorMode`` (on the ``meta`` device for the ``meta`` converter),
 never converted.  If the control differs from the real tensors the same
 way, the difference is the operator's (its meta kernel or fake impl), not
 the conversion's: it is judged against the registry of operator differences
-(:mod:`pytest_metafidelity.known_differences.definitions.operators`) and reported
+(:mod:`pytest_metafidelity.known_differences.definitions.operators`), which
+the check asks through the conversion's ``judge`` (:class:`~.Judge`, handed
+over by ``check_faithful``; the check imports no registry), and reported
 as ``op-difference <id>`` -- a known difference -- or, unregistered, as a
 failing ``op-difference: <attribute>``.  Otherwise it is a conversion bug.
 
@@ -73,15 +75,13 @@ from ..strategies.recipe import raised_by_recipe
 from ..strategies.tensor_facts import (creation_meta, functional_value, inner_tensors,
                                        is_zero_tensor, plain_strided, storage_key,
                                        version_partition)
-from . import Conversion, Mismatch, check, step_time_limit
+from . import Conversion, Judge, Mismatch, check, step_time_limit
 from ._util import quiet_fake_tensor_log, walk_real
 
 if TYPE_CHECKING:
     import torch
 
     from ..converters import Converter
-    from ..known_differences import KnownDifference
-    from ..known_differences.triage import Triage
     from ..strategies.programs import Program, Step
     from ..strategies.recipe import FunctionRecipe, Recipe
 
@@ -250,6 +250,8 @@ class Lockstep:
     # size, and only a sparse tensor's count of elements (``known_at_start``).
     storage_size_only: set[str] = dataclasses.field(default_factory=set)
     elements_only: set[str] = dataclasses.field(default_factory=set)
+    # What is asked of the registry of known differences (None: nothing is known).
+    judge: Judge | None = None
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
@@ -269,19 +271,19 @@ class Lockstep:
     def _known(self, mismatches: list[Mismatch]) -> bool:
         """Whether known differences explain every one of ``mismatches``
         (then what follows from them is not a new difference)."""
-        t = self._triage(mismatches, {"aliasing"})
-        return not t.unexplained
+        return not self._explain(mismatches, {"aliasing"})[1]
 
-    def _triage(self, mismatches: list[Mismatch], checks: set[str]) -> "Triage":
-        from ..known_differences import triage
-
+    def _explain(self, mismatches: list[Mismatch], checks: set[str]
+                 ) -> tuple[list[tuple[str, Mismatch]], list[Mismatch]]:
+        """The judge's (:class:`~.Judge`) explained and unexplained ``mismatches``."""
+        if self.judge is None:
+            return [], list(mismatches)
         live = [n for n in self.real.live if n in self.other.live]
         order = self.order if self.order is not None and len(self.order) == len(live) else None
         conv = Conversion(tuple(live), self.real.tensors(live), self.other.tensors(live),
                           self.reader, order=order)
-        name = getattr(getattr(self.reader, "converter", None), "name", "?")
-        # (a crash in the triage is ours: an internal error of this check)
-        return triage(name, mismatches, conv, checks)
+        # (a crash in the judge is ours: an internal error of this check)
+        return self.judge.explain(mismatches, conv, checks)
 
     def known_at_start(self) -> dict[str, set[str]]:
         """Tensor name -> ids of the known differences it (or what it
@@ -312,12 +314,12 @@ class Lockstep:
             for path, rv, fv in unwrapped_values(conv):
                 inner = Conversion((path,), (rv,), (fv,), self.reader, inner=True)
                 found += storage_check(inner) + autograd_check(inner) + oracle_check(inner)
-        t = (self._triage(found, {"oracle", "aliasing", "storage", "autograd", "sparse",
-                                  "wrappers"})
-             if found else None)
+        explained = (self._explain(found, {"oracle", "aliasing", "storage", "autograd", "sparse",
+                                           "wrappers"})[0]
+                     if found else [])
         known: dict[str, set[str]] = {}
         attributes: dict[str, set[str]] = {}  # entry id -> what it explained
-        for entry_id, m in (t.explained if t is not None else []):
+        for entry_id, m in explained:
             attributes.setdefault(entry_id, set()).add(m.attribute)
             known.setdefault(m.path.split(".")[0], set()).add(entry_id)
             if m.attribute == "version counter sharing":
@@ -333,7 +335,7 @@ class Lockstep:
         for n, ids in known.items():
             if n in self.real.namespace:
                 by_object.setdefault(id(self.real.namespace[n]), set()).update(ids)
-        for entry_id, m in (t.explained if t is not None else []):
+        for entry_id, m in explained:
             at = resolve(conv, m.path)
             if at is not None:
                 by_object.setdefault(id(at), set()).add(entry_id)
@@ -664,7 +666,7 @@ def _run_program(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple
                  before: Any) -> list[Mismatch]:
     reader = _ReadAs(converter)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, fakes, _fake_mode(fakes)),
-                   reader, order=conv.order)
+                   reader, order=conv.order, judge=conv.judge)
     run.start()
     known = run.known_at_start()
     found: list[Mismatch] = []
@@ -851,7 +853,7 @@ def _reads_uncopied(conv: Conversion, names: tuple[str, ...], namespace: dict[st
     here a step's view reads them).  The real side's tensors are rebuilt
     copies of the conversion's: a storage is matched by the path of a tensor
     on it that still has the geometry it had when converted."""
-    from ..known_differences.converter_model import reads_outside, visiting_order
+    from ..converter_model import reads_outside, visiting_order
     from ._util import is_view, resolve, walk_real
 
     if not path.endswith(".real_tensor"):
@@ -887,17 +889,13 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
     What the control shows too is the operator's, the rest the
     conversion's (a stale item memo beside an in-place op's autograd
     difference): each judged on its own."""
-    from ..known_differences import operator_differences
-
     step = program.steps[k]
-    converter_name = getattr(conv.converter, "name", "?")
     where = f"step {k + 1} of {len(program.steps)}: {step.source!r}"
     control = _control_differs(recipe, names, program, k, conv)
     extents = dict(zip(map(id, differs), _extents(namespace, differs)))
     if control is None:
-        entries = operator_differences(converter_name, step.source, differs,
-                                       without_control=True,
-                                       real_extents={m.path: extents[id(m)] for m in differs})
+        entries = _operator_differences(conv, step.source, differs, without_control=True,
+                                        real_extents={m.path: extents[id(m)] for m in differs})
         if entries is not None:
             return _as_op_differences(conv, entries, differs, lambda m: (
                 f"{where}; no control could be built, and the step's errors alone "
@@ -911,8 +909,8 @@ def _classify(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple[st
                              "mode, not converted) does not differ: a conversion bug")
     if not shared:
         return found
-    entries = operator_differences(converter_name, step.source, shared,
-                                   real_extents={m.path: extents[id(m)] for m in shared})
+    entries = _operator_differences(conv, step.source, shared,
+                                    real_extents={m.path: extents[id(m)] for m in shared})
     if entries is not None:
         return found + _as_op_differences(
             conv, entries, shared, lambda m: f"{where}; {m.attribute} differs on the control too",
@@ -946,13 +944,23 @@ def _conversion_bugs(conv: Conversion, step: Step, differs: list[Mismatch],
             for m in differs]
 
 
-def _as_op_differences(conv: Conversion, entries: list[KnownDifference], differs: list[Mismatch],
+def _operator_differences(conv: Conversion, statement: str, mismatches: list[Mismatch], *,
+                          without_control: bool = False,
+                          real_extents: dict[str, RealExtent | None] | None = None
+                          ) -> list[str] | None:
+    """The judge's (:meth:`~.Judge.operator_differences`): None without one."""
+    if conv.judge is None:
+        return None
+    return conv.judge.operator_differences(statement, mismatches, without_control=without_control,
+                                           real_extents=real_extents)
+
+
+def _as_op_differences(conv: Conversion, names: list[str], differs: list[Mismatch],
                        detail: Callable[[Mismatch], str], k: int) -> list[Mismatch]:
-    """The step's differences as the operator differences ``entries``
+    """The step's differences as the operator differences ``names``
     (each reported once per conversion)."""
     reported: list[Mismatch] = []
-    for entry, m in zip(entries, differs):
-        name = entry.operator_name
+    for name, m in zip(names, differs):
         if name in conv.op_differences:
             continue
         conv.op_differences.add(name)

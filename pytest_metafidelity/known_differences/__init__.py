@@ -56,7 +56,8 @@ the entries by domain):
   ``definitions.DOMAINS``.
 * :mod:`.facts` -- one-line facts about tensors the predicates share, and
   the markers ``@family_wide`` and ``@needs(fact)``;
-  :mod:`.converter_model` -- a model of MetaConverter's allocation (reach,
+  :mod:`..converter_model` (beside the converters: the ``behaviour`` check
+  reads it too) -- a model of MetaConverter's allocation (reach,
   footprint, visiting order, converted storage sizes), tested against
   torch; :mod:`.experiments` -- predicates' experiments that convert again
   through torch.
@@ -75,7 +76,8 @@ the check's finding ``op-difference <id>``.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import dataclasses
+from typing import Any, Iterable, Sequence
 
 from .core import (
     BY_DESIGN,
@@ -94,7 +96,7 @@ from .triage import Triage
 
 __all__ = [
     "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "OnControl",
-    "PredicateError", "Triage",
+    "PredicateError", "RegistryJudge", "Triage",
     "UnexpectedlyPassing", "by_id", "operator_differences", "registry", "torch_version", "triage",
     "version_in_range",
 ]
@@ -123,6 +125,27 @@ def operator_differences(converter: str, statement: str, mismatches: list[Any], 
     return _triage.operator_differences(
         converter, statement, mismatches, KNOWN_DIFFERENCES if entries is None else entries,
         without_control=without_control, real_extents=real_extents)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegistryJudge:
+    """The registry as the ``behaviour`` check asks it, for one converter
+    (a :class:`~..checks.Judge`: ``check_faithful`` hands it over on the
+    conversion).  It reads the registry as it is at each call."""
+
+    converter: str
+
+    def explain(self, mismatches: list[Any], conversion: Any, checks: set[str]
+                ) -> tuple[list[tuple[str, Any]], list[Any]]:
+        t = triage(self.converter, mismatches, conversion, checks)
+        return t.explained, t.unexplained
+
+    def operator_differences(self, statement: str, mismatches: Sequence[Any], *,
+                             without_control: bool = False,
+                             real_extents: dict[str, Any] | None = None) -> list[str] | None:
+        found = operator_differences(self.converter, statement, list(mismatches),
+                                     without_control=without_control, real_extents=real_extents)
+        return None if found is None else [e.operator_name for e in found]
 
 
 def registry() -> list[KnownDifference]:

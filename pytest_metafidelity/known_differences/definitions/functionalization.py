@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...converters import where
-from ..converter_model import reach
+from ...converter_model import reach
 from ..core import BY_DESIGN, Case, KnownDifference, UNFILED
 from ..experiments import dynamic_fake_storage
 from ..facts import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...converters import where
-from ..converter_model import reach
+from ...converter_model import reach
 from ..core import BY_DESIGN, Case, KnownDifference, UNFILED
 from ..facts import family_wide, needs, plain_strided
 from ...symbolic import has_symbolic, is_symbolic
@@ -353,7 +353,7 @@ def functionalize_storage_sized_from_value(case: Case) -> bool:
     the ``storage`` check reads only where it is static."""
     import torch
 
-    from ..converter_model import reach
+    from ...converter_model import reach
 
     t = case.tensor
     if not _functionalize_wrapper(t):

@@ -12,7 +12,7 @@ from typing import Any
 from ...converters import where
 from ...strategies.tensor_facts import COMPRESSED_LAYOUTS
 from ...symbolic import is_symbolic
-from ..converter_model import reach, reads_outside, visiting_order
+from ...converter_model import reach, reads_outside, visiting_order
 from ..core import Case, KnownDifference, UNFILED
 from ..experiments import describe_with_data_fails
 from ..facts import (

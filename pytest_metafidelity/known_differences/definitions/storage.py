@@ -7,7 +7,7 @@ Each entry follows the predicate saying exactly when it occurs.
 from __future__ import annotations
 
 from ...converters import where
-from ..converter_model import converted_storage_nbytes
+from ...converter_model import converted_storage_nbytes
 from ..core import Case, KnownDifference, UNFILED
 from ..facts import (
     family_wide,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..strategies.tensor_facts import bytes_reached, functional_value
-from .facts import plain_strided, storage_key
+from .strategies.tensor_facts import (bytes_reached, functional_value, plain_strided,
+                                      storage_key)
 
 
 def reach(t: Any) -> int:
@@ -59,7 +59,7 @@ def visiting_order(conversion: Any) -> tuple[Any, ...]:
 
 
 def _visiting_order(conversion: Any) -> list[Any]:
-    from ..strategies.tensor_facts import base_of, grad_of, inner_tensors
+    from .strategies.tensor_facts import base_of, grad_of, inner_tensors
 
     seq: list[Any] = []
     seen: set[int] = set()
@@ -91,7 +91,7 @@ def converted_storage_nbytes(conversion: Any, t: Any, *, grow_on_views: bool) ->
     size), grown by each later tensor on S that reaches further: ``set_``
     for non-views; ``as_strided`` for views, which grows fake tensors'
     storages (``grow_on_views``) but not meta tensors'."""
-    from ..strategies.tensor_facts import is_view
+    from .strategies.tensor_facts import is_view
 
     key = storage_key(t)
     real_n = t.untyped_storage().nbytes()
