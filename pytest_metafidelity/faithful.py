@@ -379,14 +379,18 @@ def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *,
         if not run.ok:
             return run
         for base, extra in zip(result.outcomes, run.outcomes):
-            if not extra.known:
+            if not extra.known and not extra.unexpectedly_passing:
                 continue
             base.known.extend(extra.known)
+            base.unexpectedly_passing.extend(
+                e for e in extra.unexpectedly_passing if e not in base.unexpectedly_passing)
             ids = sorted({entry_id for entry_id, _ in base.known})
-            if base.status == PASSED:
-                base.status = KNOWN
-            if base.status == KNOWN:
-                base.reason = "known differences: " + ", ".join(ids)
+            if base.status in (PASSED, KNOWN, XPASS):
+                base.status = (XPASS if base.unexpectedly_passing else KNOWN)
+                reasons = ([f"known differences: {', '.join(ids)}"] if ids else []) + (
+                    [f"unexpectedly passing: {', '.join(base.unexpectedly_passing)}"]
+                    if base.unexpectedly_passing else [])
+                base.reason = "; ".join(reasons)
     return result
 
 

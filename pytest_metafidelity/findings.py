@@ -10,8 +10,9 @@ The program checks also record what they saw on the ``Conversion``, for
 their entries in the known-difference registry to read
 (:class:`StepDifference`, :class:`Reconverted`; the fields
 ``behaviour_differences``, ``behaviour_follows``, ``behaviour_uncopied_reads``,
-``op_differences`` and ``reconvert_records`` of
-:class:`~.checks.Conversion`).
+``behaviour_expected``, ``op_differences`` and ``reconvert_records`` of
+:class:`~.checks.Conversion`), and a program step is shown to the
+entries' step conditions as a :class:`StepCase`.
 """
 
 from __future__ import annotations
@@ -143,6 +144,25 @@ class StepDifference:
         if self.numel is None or self.shape is None:
             return None
         return RealExtent(self.shape, self.numel)
+
+
+@dataclasses.dataclass(frozen=True)
+class StepCase:
+    """A program step as the ``behaviour`` check runs it, once the real
+    side ran it and before the converted side does: what an entry's
+    ``on_step`` condition (a step that must show the entry's difference)
+    sees.  ``real``: the real side's live tensors by name, as the step left
+    them; ``fake``: the converted side's, as they are before it;
+    ``inputs``: the names of the converted tensors (the others a program
+    made); ``real_raised``: what the step raised on the real side (``Type:
+    message``; None: nothing).  The tensors are only read, never changed."""
+
+    converter: str
+    statement: str  # the step's source
+    real: dict[str, Any]
+    fake: dict[str, Any]
+    inputs: tuple[str, ...]
+    real_raised: str | None
 
 
 @dataclasses.dataclass(frozen=True)

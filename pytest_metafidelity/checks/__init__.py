@@ -23,7 +23,7 @@ import importlib
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, Sequence
 
 from ..findings import (CheckCrashed, InternalError, Mismatch, RealExtent, Reconverted,
-                        StepDifference)
+                        StepCase, StepDifference)
 
 if TYPE_CHECKING:
     import torch
@@ -83,6 +83,11 @@ class Judge(Protocol):
         errors decide); None unless every one is explained."""
         ...
 
+    def expected(self, step: StepCase) -> list[str]:
+        """The ids of the entries whose ``on_step`` condition holds for
+        ``step``: the step must show their difference."""
+        ...
+
 
 @dataclasses.dataclass
 class Conversion:
@@ -132,6 +137,8 @@ class Conversion:
     behaviour_differences: set[StepDifference] = dataclasses.field(default_factory=set)
     behaviour_follows: set[str] = dataclasses.field(default_factory=set)
     behaviour_uncopied_reads: set[str] = dataclasses.field(default_factory=set)
+    # (entry id, step index): a step the judge said must show the entry's difference
+    behaviour_expected: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     op_differences: set[str] = dataclasses.field(default_factory=set)
     reconvert_records: list[Reconverted] = dataclasses.field(default_factory=list)
     # Why the ``behaviour`` check did not run a program that has steps (the

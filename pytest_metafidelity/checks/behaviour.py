@@ -36,6 +36,12 @@ every other check and after the known differences judged their findings.
 Neither side may change the user's tensors: after the program they must be
 exactly as before (values, version, metadata; the ``purity`` reading).
 
+Before the converted side runs a step, the check asks its judge which
+registered differences the step must show (an entry's ``on_step``
+condition, given the real side's tensors as the step left them) and
+records them on the conversion (``behaviour_expected``): the triage then
+finds an entry whose step did not differ at all unexpectedly passing.
+
 Conversion bug or operator difference?  When a step differs, the same
 program runs on a *control*: the tensors built by the recipe directly under
 a ``FakeTensorMode`` (on the ``meta`` device for the ``meta`` converter),
@@ -68,7 +74,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from .. import snapshots
 from ..converters import clear_dispatch_cache
-from ..findings import RealExtent, StepDifference
+from ..findings import RealExtent, StepCase, StepDifference
 from ..strategies.described import recipe_for
 from ..strategies.programs import run_step, why_no_programs
 from ..strategies.recipe import raised_by_recipe
@@ -252,6 +258,10 @@ class Lockstep:
     elements_only: set[str] = dataclasses.field(default_factory=set)
     # What is asked of the registry of known differences (None: nothing is known).
     judge: Judge | None = None
+    # The converted tensors' names (``StepCase.inputs``), and the ids of the
+    # entries the judge said the last step must show (``Judge.expected``).
+    inputs: tuple[str, ...] = ()
+    expected: list[str] = dataclasses.field(default_factory=list)
 
     def compare(self) -> list[Mismatch]:
         live = [n for n in self.real.live if n in self.other.live]
@@ -352,6 +362,17 @@ class Lockstep:
         self.elements_only = {i for i, a in attributes.items() if a <= ELEMENT_COUNT}
         return known
 
+    def _expected(self, step: Step, raised_real: BaseException | None) -> list[str]:
+        """The judge's entries that ``step`` must show (:meth:`~.Judge.expected`),
+        asked once the real side ran it and before the other side does."""
+        if self.judge is None:
+            return []
+        name = getattr(getattr(self.reader, "converter", None), "name", "?")
+        return self.judge.expected(StepCase(
+            name, step.source, {n: self.real.namespace.get(n) for n in self.real.live},
+            {n: self.other.namespace.get(n) for n in self.other.live}, self.inputs,
+            None if raised_real is None else _raised(raised_real)))
+
     def step(self, step: Step) -> list[Mismatch]:
         """Run ``step`` on both sides; the differences it introduced."""
         import torch
@@ -360,6 +381,7 @@ class Lockstep:
         before_real = _versions(self.real.tensors(live))
         before_other = _versions(self.other.tensors(live))
         raised_real = self.real.run(step)
+        self.expected = self._expected(step, raised_real)
         raised_other = self.other.run(step)
         found: list[Mismatch] = []
         if not same_error(raised_real, raised_other):
@@ -666,12 +688,13 @@ def _run_program(conv: Conversion, recipe: Recipe | FunctionRecipe, names: tuple
                  before: Any) -> list[Mismatch]:
     reader = _ReadAs(converter)
     run = Lockstep(names, Side.of(names, copies), Side.of(names, fakes, _fake_mode(fakes)),
-                   reader, order=conv.order, judge=conv.judge)
+                   reader, order=conv.order, judge=conv.judge, inputs=names)
     run.start()
     known = run.known_at_start()
     found: list[Mismatch] = []
     for k, step in enumerate(program.steps):
         differs = run.step(step)
+        conv.behaviour_expected.extend((entry_id, k) for entry_id in run.expected)
         ids = set().union(*(known[n] for n in _names_in(step, known)))
         # (a storage's size explains no step that does not depend on it: a
         # backward's .grad values, a view's shape)

@@ -34,6 +34,13 @@ How :func:`~pytest_metafidelity.faithful.check_faithful` uses the registry:
   conversion succeeds; when it raised something another entry explains,
   entries expecting a different error are not judged (the first error
   stops the conversion).
+* A ``behaviour`` entry may also say which program steps must show its
+  difference (``on_step``: an :class:`OnStep`, asked by the check through
+  its judge before the converted side runs each step).  A step for which
+  it held and that differed in no way makes the entry unexpectedly
+  passing; a step that differed otherwise cannot tell, and the entry is
+  not judged.  Without ``on_step``, a ``behaviour`` entry is judged by its
+  symptom only (what the check recorded), and never expects anything.
 * With ``strict=True`` neither is tolerated: explained mismatches and
   unexpectedly passing entries make the outcome ``failed``.  Without it,
   ``assert_faithful`` passes but warns :class:`UnexpectedlyPassing`.
@@ -45,7 +52,7 @@ Where things are (as PyTorch keeps OpInfo entries: the types in one module,
 the entries by domain):
 
 * :mod:`.core` -- the types: :class:`KnownDifference`, :class:`Case`,
-  :class:`OnControl`, :data:`BY_DESIGN`, :data:`UNFILED`, torch version ranges.
+  :class:`OnControl`, :class:`OnStep`, :data:`BY_DESIGN`, :data:`UNFILED`, torch version ranges.
 * :mod:`.definitions` -- the entries, one module per domain (sparse,
   storage, real_tensors, autograd, nested, functorch, subclasses,
   functionalization, operators, behaviour), each entry right after its predicate.
@@ -85,6 +92,7 @@ from .core import (
     Case,
     KnownDifference,
     OnControl,
+    OnStep,
     PredicateError,
     UnexpectedlyPassing,
     torch_version,
@@ -95,7 +103,7 @@ from . import triage as _triage
 from .triage import Triage
 
 __all__ = [
-    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "OnControl",
+    "BY_DESIGN", "UNFILED", "Case", "KNOWN_DIFFERENCES", "KnownDifference", "OnControl", "OnStep",
     "PredicateError", "RegistryJudge", "Triage",
     "UnexpectedlyPassing", "by_id", "operator_differences", "registry", "torch_version", "triage",
     "version_in_range",
@@ -146,6 +154,9 @@ class RegistryJudge:
         found = operator_differences(self.converter, statement, list(mismatches),
                                      without_control=without_control, real_extents=real_extents)
         return None if found is None else [e.operator_name for e in found]
+
+    def expected(self, step: Any) -> list[str]:
+        return _triage.expected_at(self.converter, step, KNOWN_DIFFERENCES)
 
 
 def registry() -> list[KnownDifference]:

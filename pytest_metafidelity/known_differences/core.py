@@ -10,7 +10,7 @@ import dataclasses
 import re
 from typing import Any, Callable, Iterable, Sequence
 
-from ..findings import RealExtent
+from ..findings import RealExtent, StepCase
 
 BY_DESIGN = "by design"
 # An upstream bug with no upstream report yet: ``python -m
@@ -87,6 +87,26 @@ class OnControl:
 
 
 @dataclasses.dataclass(frozen=True)
+class OnStep:
+    """When a ``behaviour`` entry's difference must occur: a program step
+    (its source searched for ``statement``) for which ``applies`` holds (a
+    :class:`~..findings.StepCase`: the real side's tensors as the step
+    left them, the converted side's as they are before it, what eager
+    raised).  The check asks it of every step it runs; a step for which it
+    holds and that differs in no way at all makes the entry *unexpectedly
+    passing*, so an upstream fix is noticed.  It must be exact that way
+    (where it holds, the difference occurs); where the difference occurs
+    and it does not hold, the entry's ``applies`` still explains it."""
+
+    statement: str  # regular expression searched for in the step's source
+    applies: Callable[[StepCase], bool]
+
+    def holds(self, step: StepCase) -> bool:
+        return re.search(self.statement, step.statement) is not None and bool(
+            self.applies(step))
+
+
+@dataclasses.dataclass(frozen=True)
 class KnownDifference:
     id: str
     check: str | tuple[str, ...]  # the check(s) that report it ("conversion": it raised)
@@ -111,6 +131,8 @@ class KnownDifference:
     # check asks :meth:`explains_on_control` of a step's differences; the
     # entry then explains the finding it reports, ``op-difference <name>``.
     on_control: OnControl | None = None
+    # A ``behaviour`` entry's step that must show its difference (:class:`OnStep`).
+    on_step: OnStep | None = None
 
     @property
     def operator_name(self) -> str:
@@ -131,6 +153,19 @@ class KnownDifference:
             raise PredicateError(
                 f"the predicate of operator difference {self.operator_name!r} raised on "
                 f"{mismatch.attribute!r} at {mismatch.path}: {type(e).__name__}: {e}") from e
+
+    def expected_at(self, step: StepCase) -> bool:
+        """Whether ``step`` must show this entry's difference (:class:`OnStep`).
+        A predicate that raises is a :class:`PredicateError` naming the entry."""
+        if self.on_step is None:
+            return False
+        try:
+            return self.on_step.holds(step)
+        except Exception as e:
+            # A bug of ours: an internal error of the check that asked, never "does not apply".
+            raise PredicateError(
+                f"the step condition of {self.id!r} raised on {step.statement!r}: "
+                f"{type(e).__name__}: {e}") from e
 
     @property
     def unfiled(self) -> bool:

@@ -138,8 +138,10 @@ def triage(
     entries = _active(converter, entries)
     ran = frozenset(checks_run)
     expected = _expectations(entries, ran)
-    if not mismatches and all(x.record is not None and not getattr(conversion, x.record, None)
-                              for group in expected.values() for x in group):
+    stepped = list(getattr(conversion, "behaviour_expected", ()) or ())
+    if not mismatches and not stepped and all(
+            x.record is not None and not getattr(conversion, x.record, None)
+            for group in expected.values() for x in group):
         # nothing to explain, and every entry to expect reads a record the
         # checks did not make (the behaviour check that found nothing)
         return Triage([], [], [], [])
@@ -185,10 +187,34 @@ def triage(
             judged = node_cases[:1] if x.family_wide else node_cases
             if any(holds(e.applies, c) for c in judged):
                 passing.append(e.id)
+    passing += _unexpected_steps(stepped, entries, mismatches, hit, passing)
     if len(passing) > 1:  # in the registry's order, as the groups do not keep it
         found = set(passing)
         passing = [e.id for e in entries if e.id in found]
     return Triage(unexplained, explained, passing, sorted(hit))
+
+
+def _unexpected_steps(stepped: list[tuple[str, int]], entries: list[KnownDifference],
+                      mismatches: list[Any], hit: set[str], passing: list[str]) -> list[str]:
+    """The entries a program step was to show (``Conversion.behaviour_expected``:
+    their ``on_step`` held) where that step differed in no way at all.  A
+    step that differed otherwise (another difference, or one that follows
+    from a known difference) cannot tell: its entries are not judged."""
+    active = {e.id for e in entries}
+    differed = {getattr(m, "step", None) for m in mismatches if m.check == "behaviour"}
+    out: list[str] = []
+    for entry_id, k in stepped:
+        if (entry_id in active and entry_id not in hit and k not in differed
+                and entry_id not in passing and entry_id not in out):
+            out.append(entry_id)
+    return out
+
+
+def expected_at(converter: str, step: Any, entries: Iterable[KnownDifference]) -> list[str]:
+    """The ids of the active entries of ``entries`` whose ``on_step``
+    condition holds for ``step`` (a :class:`~..findings.StepCase`)."""
+    return [e.id for e in _active(converter, entries)
+            if e.on_step is not None and e.expected_at(step)]
 
 
 def operator_differences(converter: str, statement: str, mismatches: Sequence[Any],

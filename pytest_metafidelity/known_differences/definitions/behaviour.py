@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ...converters import where
-from ...findings import StepDifference
-from ..core import BY_DESIGN, UNFILED, Case, KnownDifference
+from ...findings import StepCase, StepDifference
+from ..core import BY_DESIGN, UNFILED, Case, KnownDifference, OnStep
 from ..facts import family_wide, layout_name, reads_record
 
 
@@ -67,6 +67,7 @@ _BEHAVIOUR_ENTRIES = [
             and ("tried to directly modify sizes for customized tensor" in d.fake
                  or ("resize_" in d.source
                      and "Expected !size_bytes_is_heap_allocated_" in d.fake))),
+        on_step=OnStep(r"\.resize_\(", lambda step: _resized_symbolic_sizes(step)),
         converters=where(symbolic=True),
         reason=(
             "a fake with symbolic sizes has custom sizes/strides (SymInts): resize_ (and the "
@@ -101,6 +102,18 @@ _BEHAVIOUR_ENTRIES = [
         ),
     ),
 ]
+
+def _resized_symbolic_sizes(step: StepCase) -> bool:
+    """``t.resize_(...)`` that eager ran, to another shape, of a plain fake
+    with symbolic sizes."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    called = _receiver(step)
+    if step.real_raised is not None or called is None or called[2] != "resize_":
+        return False
+    r, f, _ = called
+    return type(f) is FakeTensor and _symbolic(f) and tuple(r.shape) != _hints(f.shape)
+
 
 def _grad_on_the_fake_side_only(d: Any) -> bool:
     """A step after which a tensor has a .grad on the converted side only."""
@@ -184,6 +197,66 @@ def _no_grad_view(t: Any) -> bool:
     return creation_meta(t) in ("CreationMeta.NO_GRAD_MODE", "CreationMeta.INFERENCE_MODE")
 
 
+def _named_in(step: StepCase) -> set[str]:
+    """The names a step's source mentions."""
+    return set(re.findall(r"[A-Za-z_]\w*", step.statement))
+
+
+def _receiver(step: StepCase) -> tuple[Any, Any, str] | None:
+    """(real, converted, method) of the step's first call of a method on a
+    live tensor (``p0 = t0.split([1, 2])``: t0's, "split"), or None."""
+    call = re.match(r"\s*(?:\w+\s*=\s*)?(\w+)\.(\w+)\(", step.statement)
+    if call is None:
+        return None
+    r, f = step.real.get(call.group(1)), step.fake.get(call.group(1))
+    return None if r is None or f is None else (r, f, call.group(2))
+
+
+def _symbolic(t: Any) -> bool:
+    """A fake whose sizes, strides or offset are SymInts (custom sizes)."""
+    from ...strategies.torch_errors import safe
+
+    return safe(lambda: bool(t._has_symbolic_sizes_strides), False)
+
+
+def _hints(sizes: Any) -> tuple[int, ...]:
+    """Sizes as ints, a SymInt's hint read without guarding on it."""
+    import torch
+
+    return tuple(n.node.hint if isinstance(n, torch.SymInt) else int(n) for n in sizes)
+
+
+def _plain_fake(t: Any) -> bool:
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return type(t) is FakeTensor
+
+
+def _plain(t: Any) -> bool:
+    import torch
+
+    return type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided
+
+
+def _base_stopped_requiring_grad(step: StepCase) -> bool:
+    """A step after which a converted no-grad view, not named in the step,
+    no longer requires grad on the real side (its base stopped requiring
+    it) while its converted counterpart still does, as it did before."""
+    from ...strategies.torch_errors import safe
+
+    if step.real_raised is not None:
+        return False
+    named = _named_in(step)
+    for name in step.inputs:
+        r, f = step.real.get(name), step.fake.get(name)
+        if name in named or r is None or f is None:
+            continue
+        if (_no_grad_view(r) and safe(lambda: r.requires_grad) is False
+                and safe(lambda: f.requires_grad) is True):
+            return True
+    return False
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-no-grad-view-keeps-requires-grad",
     check="behaviour",
@@ -192,6 +265,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "behaviour_differences",
         lambda d: d.attribute == "requires_grad" and d.real == "False" and d.fake == "True",
         in_family=_no_grad_view),
+    on_step=OnStep(r"\.requires_grad_\(", _base_stopped_requiring_grad),
     converters=where(functional=False),
     reason=(
         "the converted view (a meta tensor or a fake) of a view taken in no_grad mode of a "
@@ -907,6 +981,32 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     ),
 ))
 
+def _item_memo_stale(step: StepCase) -> bool:
+    """An in-place step after which a converted 0-dim float tensor's real
+    value is not the value its fake remembers a symbol for (``item_memo``)."""
+    import math
+
+    from ...strategies.torch_errors import safe
+
+    if not _calls_in_place_op(step.statement):
+        return False
+    for name in step.inputs:
+        r, f = step.real.get(name), step.fake.get(name)
+        memo = getattr(f, "item_memo", None)
+        # (an int64 tensor's in-place op makes item() a fresh unbacked symbol)
+        if (memo is None or r is None or not _plain(r) or r.dim() != 0
+                or not r.dtype.is_floating_point):
+            continue
+        real = r
+        hint, value = safe(lambda: memo.node.hint), safe(lambda: real.item())
+        if hint is None or value is None:
+            continue
+        if hint != value and not (isinstance(value, float) and math.isnan(value)
+                                  and math.isnan(float(hint))):
+            return True
+    return False
+
+
 def _calls_in_place_op(source: str) -> bool:
     from .operators import IN_PLACE_CALL
 
@@ -1087,6 +1187,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         lambda d: d.attribute == "raised"
         and d.real.startswith("RuntimeError: split_with_sizes expects split_sizes to sum")
         and d.fake.startswith("ValueError: Split sizes add up to")),
+    on_step=OnStep(r"\.split\(\[", lambda step: _symbolic_receiver_refused(
+        step, "RuntimeError: split_with_sizes expects split_sizes to sum")),
     converters=where(symbolic=True),
     reason=(
         "the operator difference op:split-sizes-error-class (split sizes that do not add up, "
@@ -1122,6 +1224,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     applies=_behaviour_recorded(
         "behaviour_differences",
         lambda d: d.attribute == "item()" and _calls_in_place_op(d.source)),
+    on_step=OnStep(r"\.\w+_\(", lambda step: _item_memo_stale(step)),
     converters=where(symbolic=True),
     reason=(
         "a 0-dim float64 or int64 tensor converted with a ShapeEnv and a source remembers a "
@@ -1294,6 +1397,17 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _unbinds_an_empty_dimension(step: StepCase) -> bool:
+    """``t.unbind(d)`` of a plain tensor whose dimension ``d`` has size 0."""
+    call = re.search(r"\.unbind\((-?\d*)\)", step.statement)
+    called = _receiver(step)
+    if call is None or called is None or called[2] != "unbind" or not _plain(called[0]):
+        return False
+    r = called[0]
+    d = int(call.group(1) or 0)
+    return -r.dim() <= d < r.dim() and r.shape[d] == 0
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-real-propagation-unbind-of-empty-dimension",
     check="behaviour",
@@ -1302,6 +1416,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "behaviour_differences",
         lambda d: d.attribute == "raised" and "unbind" in d.source
         and d.fake.startswith("ValueError: not enough values to unpack")),
+    on_step=OnStep(r"\.unbind\(", lambda step: _unbinds_an_empty_dimension(step)),
     converters=where(carries_real=True),
     reason=(
         "unbind of a dimension of size 0 with real-tensor propagation: the fake raises "
@@ -1423,6 +1538,16 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _symbolic_receiver_refused(step: StepCase, *eager_says: str) -> bool:
+    """A step eager refuses with one of ``eager_says``, calling a method of
+    a plain fake with symbolic sizes that carries no real tensor (real-tensor
+    propagation runs eager's op first, and raises eager's error)."""
+    called = _receiver(step)
+    return (step.real_raised is not None and any(w in step.real_raised for w in eager_says)
+            and called is not None and _plain_fake(called[1]) and _symbolic(called[1])
+            and getattr(called[1], "real_tensor", None) is None)
+
+
 _expand_too_few_sizes = _both_raised("the number of sizes provided",
                                      "the requested shape has too few dimensions")
 _expand_size_mismatch = _both_raised("The expanded size of the tensor",
@@ -1435,6 +1560,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     attribute=r"raised",
     applies=_behaviour_recorded(
         "behaviour_differences", lambda d: _expand_too_few_sizes(d) or _expand_size_mismatch(d)),
+    on_step=OnStep(r"\.expand\(", lambda step: _symbolic_receiver_refused(
+        step, "the number of sizes provided", "The expanded size of the tensor")),
     converters=where(symbolic=True),
     reason=(
         "expand() given fewer sizes than the tensor has dimensions, on a fake with symbolic "
