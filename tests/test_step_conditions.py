@@ -32,6 +32,9 @@ WITNESSES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str, str]] = {
         ("t0 = torch.zeros(3, 2)",), ("t0",), "p0 = t0.split([1, 1])", "refake"),
     "behaviour-symbolic-expand-error-wording": (
         ("t0 = torch.zeros(2, 3)",), ("t0",), "p0 = t0.expand((3,))", "fake-dynamic"),
+    "behaviour-symbolic-functional-tensor-in-concrete-kernels": (
+        ("t0 = torch._to_functional_tensor(torch.arange(6.).reshape(2, 3))",), ("t0",),
+        "p0 = t0[0:1]", "fake-dynamic"),
     # (a tensor set_ to an empty storage: the control made under the mode
     # does not show it, torch.zeros(2, 0)'s does: op:real-propagation-unbind-...)
     "behaviour-real-propagation-unbind-of-empty-dimension": (
@@ -108,6 +111,10 @@ def test_a_step_condition_holds_only_where_the_step_must_differ() -> None:
         (("t0 = torch.zeros(3, 2)",), "p0 = t0.unbind(1)", "fake-real"),
         (("t0 = torch.zeros(3, requires_grad=True)", "with torch.no_grad():\n    t1 = t0[1:]"),
          "t1.requires_grad_(False)", "fake"),
+        # (a full slice beside an index calls no slice kernel; sizes 1 are static)
+        (("t0 = torch._to_functional_tensor(torch.arange(3.).reshape(1, 3))",), "p0 = t0[:, 0]",
+         "fake-dynamic"),
+        (("t0 = torch._to_functional_tensor(torch.zeros(1))",), "p0 = t0[0:1]", "fake-dynamic"),
     ]
     for lines, program, converter in cases:
         outputs = ("t0", "t1") if len(lines) > 1 else ("t0",)

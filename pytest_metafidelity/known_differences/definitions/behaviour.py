@@ -1127,6 +1127,21 @@ def _is_functional(t: Any) -> bool:
     return bool(torch._is_functional_tensor(t))
 
 
+def _slices_a_symbolic_functional_tensor(step: StepCase) -> bool:
+    """A step eager runs that slices (``t[a:b]`` alone, ``narrow``,
+    ``diagonal``: each always calls aten's slice kernel; a full slice among
+    other indices may be skipped) a C++ functional tensor whose converted
+    value has symbolic sizes."""
+    from ...strategies.tensor_facts import functional_value
+
+    call = re.match(r"\s*(?:\w+\s*=\s*)?(\w+)(?:\[[^],]*:[^],]*\]|\.narrow\(|\.diagonal\()",
+                    step.statement)
+    if step.real_raised is not None or call is None:
+        return False
+    value = functional_value(step.fake.get(call.group(1)))
+    return value is not None and _symbolic(value)
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-symbolic-functional-tensor-in-concrete-kernels",
     check="behaviour",
@@ -1138,6 +1153,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
                       r"SymIntArrayRef expected to contain only concrete integers", d.fake)
         is not None,
         in_family=_is_functional),
+    on_step=OnStep(r"\[[^],]*:[^],]*\]|\.narrow\(|\.diagonal\(",
+                   lambda step: _slices_a_symbolic_functional_tensor(step)),
     converters=where(symbolic=True),
     reason=(
         "a C++ functional tensor whose value is a fake with symbolic sizes reaches C++ code "
