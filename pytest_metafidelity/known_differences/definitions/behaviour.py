@@ -1464,6 +1464,17 @@ def _sparse_coo(t: Any) -> bool:
     return layout_name(t) == "sparse_coo"
 
 
+def _symbolic_sparse_refuses(step: StepCase) -> bool:
+    """``t()``, ``transpose``, ``t_()``, ``zero_()`` or ``mul_`` that eager
+    ran, called on a sparse COO fake with symbolic sizes."""
+    import torch
+
+    called = _receiver(step)
+    return (step.real_raised is None and called is not None
+            and called[2] in ("t", "transpose", "t_", "zero_", "mul_")
+            and called[1].layout == torch.sparse_coo and _symbolic(called[1]))
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-symbolic-sparse-op-unsupported",
     check="behaviour",
@@ -1474,8 +1485,10 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
             d.fake.startswith("UnsupportedOperatorException: aten.")
             or "Could not run 'aten::as_strided' with arguments from the 'SparseCPU'" in d.fake
             or "resize_and_clear_ called on tensor with symbolic shape" in d.fake
+            or "raw_resize_ called on tensor with symbolic shape" in d.fake
             or "Cannot access storage of SparseTensorImpl" in d.fake),
         in_family=_sparse_coo),
+    on_step=OnStep(r"\.(t|transpose|t_|zero_|mul_)\(", lambda step: _symbolic_sparse_refuses(step)),
     converters=where(symbolic=True),
     since="2.13",  # (torch 2.11 runs them)
     reason=(
@@ -1483,7 +1496,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "(they decompose to as_strided, which has no sparse rule: UnsupportedOperatorException; "
         "with real-tensor propagation, the real sparse tensor refuses as_strided, or the "
         "propagation asks the sparse tensor for its storage) and mul_, "
-        "and zero_() raises 'resize_and_clear_ called on tensor with symbolic shape'; all "
+        "and zero_() raises 'resize_and_clear_ called on tensor with symbolic shape' (t_(): "
+        "'raw_resize_ called on tensor with symbolic shape'); all "
         "run on the real tensor and on a fake with static sizes; fakes made under the mode "
         "have static sizes, so the control cannot show it"
     ),
