@@ -1162,3 +1162,19 @@ def test_a_control_is_made_of_tensors_in_shared_memory(lines: tuple[str, ...], p
     # torch's own share_memory_ is back (the control's is scoped to making it)
     with pytest.raises(RuntimeError, match="only available on CPU"):
         torch.zeros(1, device="meta").untyped_storage().share_memory_()
+
+
+# Met by a 30-minute run (--hypothesis-seed=20261241, stop 48, kind view_family):
+# a view made with grad on from a no-grad view; the base already has a .grad,
+# and a backward through the converted view accumulates into it.
+def test_a_view_past_a_no_grad_view_accumulates_into_an_existing_grad() -> None:
+    lines = ("t0 = torch.zeros(0, 0)", "t0.requires_grad_()", "t1 = t0.transpose(0, 0)",
+             "with torch.no_grad():\n    t2 = t0[0:0:1]", "t3 = t2[0:0:1]")
+    program = "t0.sum().abs().backward()\np1 = t0.grad\nt3.sum().abs().backward()"
+    tensors = Recipe(lines, ("t0", "t1", "t3")).build()
+    for converter in ("fake", "meta", "fake-real"):
+        outcome = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
+                                 program=program).outcomes[0]
+        assert known_ids(outcome) == ["behaviour-view-past-a-no-grad-view-reconnected"]
+        (difference,) = [m for _, m in outcome.known]
+        assert (difference.attribute, difference.real, difference.fake) == ("_version bump", 0, 1)

@@ -1722,6 +1722,13 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 ))
 
 
+def _grad_accumulated_on_the_fake_side_only(d: Any) -> bool:
+    """A backward after which a tensor (a .grad the program named) has its
+    version bumped on the converted side only: a gradient accumulated into it."""
+    return (d.attribute == "_version bump" and ".backward(" in d.source and d.real == "0"
+            and d.fake != "0")
+
+
 def _view_cut_off_from_its_base(t: Any) -> bool:
     """A view with a history of its own that never reaches its base's leaf:
     made (grad on) from a view taken in no_grad or inference mode, whose
@@ -1737,10 +1744,10 @@ def _view_cut_off_from_its_base(t: Any) -> bool:
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-view-past-a-no-grad-view-reconnected",
     check="behaviour",
-    attribute=r"grad is not None",
+    attribute=r"grad is not None|_version bump",
     applies=_behaviour_recorded(
         "behaviour_differences",
-        _grad_on_the_fake_side_only,
+        lambda d: _grad_on_the_fake_side_only(d) or _grad_accumulated_on_the_fake_side_only(d),
         in_family=_view_cut_off_from_its_base),
     reason=(
         "a view made with grad on from a view taken in no_grad mode (t1 = t0[...] under "
@@ -1748,8 +1755,10 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "so a backward through t2 leaves its base's .grad None; the converters rebuild t2 "
         "from the root (as_strided of t0, 'we don't actually faithfully replicate autograd "
         "connectivity'), so a backward through the converted t2 reaches the converted t0, "
-        "which gets a .grad (a control made under the mode keeps the chain and agrees with "
-        "eager); as behaviour-retained-grad-of-a-view-bypassed, the other way round"
+        "which gets a .grad (or, where it has one already, accumulates into it: its version "
+        "is bumped on the converted side only) (a control made under the mode keeps the "
+        "chain and agrees with eager); as behaviour-retained-grad-of-a-view-bypassed, the "
+        "other way round"
     ),
     link=UNFILED,
     related=("https://github.com/pytorch/pytorch/issues/88205",),
