@@ -360,8 +360,9 @@ def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *,
     run) on a fresh conversion -- a program mutates the converted tensors --
     with the ``behaviour`` check only.  The first program that fails gives
     the result (its reproducer replays that program, up to the differing
-    step); otherwise the operator differences the programs met are added to
-    the first result's outcomes as known differences."""
+    step); otherwise what the programs met is added to the first result's
+    outcomes: the known differences, the entries unexpectedly passing and
+    the notes."""
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise ValueError(f"programs={n!r} must be a non-negative int")
     remade_by = _remade_by(remake, tensors)  # (checked once, not once per program)
@@ -379,6 +380,7 @@ def _check_with_programs(tensors: Sequence["torch.Tensor"], n: int, *,
         if not run.ok:
             return run
         for base, extra in zip(result.outcomes, run.outcomes):
+            base.notes.extend(n for n in extra.notes if n not in base.notes)
             if not extra.known and not extra.unexpectedly_passing:
                 continue
             base.known.extend(extra.known)

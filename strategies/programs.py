@@ -1004,7 +1004,10 @@ def _scratch(recipe: Recipe) -> Iterator[tuple[tuple[Any, ...] | None, str | Non
             tensors = recipe.build_in(namespace)
         except Exception as e:
             reason = f"rebuilding the tensors from their recipe raised {type(e).__name__}: {e}"
-        if tensors is not None:
+        unmade = [name for name, t in zip(recipe.outputs, tensors or ()) if t is None]
+        if unmade:  # (a recipe written from tensors whose metadata could not be read)
+            reason = f"{', '.join(unmade)}: not made (the recipe could not describe it)"
+        elif tensors is not None:
             reason = why_no_programs(tensors)
         yield (None, reason) if reason is not None else (tensors, None)
 

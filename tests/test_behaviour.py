@@ -284,6 +284,17 @@ def test_a_program_that_cannot_run_is_never_passed_over_in_silence() -> None:
     assert check_faithful(m, converters=["fake"], program="").ok
 
 
+def test_seeded_programs_that_did_not_run_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_metafidelity.checks import behaviour
+
+    (t,) = built("t0 = torch.zeros(3)", outputs=("t0",))
+    monkeypatch.setattr(behaviour, "rebuilt_or_why_not",
+                        lambda recipe, originals, names: (None, "made otherwise"))
+    outcome = check_faithful(t, converters=["fake"], programs=3).outcomes[0]
+    assert outcome.status == PASSED
+    assert outcome.notes == ["the behaviour check did not run the program: made otherwise"]
+
+
 def test_a_reproducer_of_another_check_has_no_program() -> None:
     (t,) = built("t0 = torch.arange(12.).reshape(3, 4)", outputs=("t0",))
 

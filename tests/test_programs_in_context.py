@@ -230,6 +230,10 @@ def test_a_wrapper_handed_over_without_its_recipe_is_no_internal_error() -> None
                                                "program: the tensors made again differ"):
             assert_faithful(t, converters=["fake"], checks=["behaviour"],
                             program="p0 = t0.view(-1)")
+        # seeded programs cannot be drawn against it: said, not a crash
+        with pytest.raises(ValueError, match="programs=2: programs cannot run on these tensors: "
+                                             r"t0: not made \(the recipe could not describe"):
+            check_faithful(t, converters=["fake"], checks=["behaviour"], programs=2)
     assert outcome.status == PASSED and not outcome.internal_errors, outcome.describe()
     assert outcome.notes == [
         "the behaviour check did not run the program: the tensors made again differ from "
