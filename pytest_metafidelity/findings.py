@@ -158,7 +158,8 @@ class StepCase:
     message``; None: nothing).  The tensors are only read, never changed."""
 
     converter: str
-    statement: str  # the step's source
+    statement: str  # the step's statement (``p0 = t0[1:]``), without its context
+    context: str | None  # the context manager it runs in (``torch.no_grad()``), or None
     real: dict[str, Any]
     fake: dict[str, Any]
     inputs: tuple[str, ...]

@@ -369,7 +369,8 @@ class Lockstep:
             return []
         name = getattr(getattr(self.reader, "converter", None), "name", "?")
         return self.judge.expected(StepCase(
-            name, step.source, {n: self.real.namespace.get(n) for n in self.real.live},
+            name, step.statement, step.context,
+            {n: self.real.namespace.get(n) for n in self.real.live},
             {n: self.other.namespace.get(n) for n in self.other.live}, self.inputs,
             None if raised_real is None else _raised(raised_real)))
 

@@ -89,7 +89,8 @@ class OnControl:
 @dataclasses.dataclass(frozen=True)
 class OnStep:
     """When a ``behaviour`` entry's difference must occur: a program step
-    (its source searched for ``statement``) for which ``applies`` holds (a
+    (its statement, without the context it runs in, searched for
+    ``statement``) for which ``applies`` holds (a
     :class:`~..findings.StepCase`: the real side's tensors as the step
     left them, the converted side's as they are before it, what eager
     raised).  The check asks it of every step it runs; a step for which it
@@ -98,7 +99,7 @@ class OnStep:
     (where it holds, the difference occurs); where the difference occurs
     and it does not hold, the entry's ``applies`` still explains it."""
 
-    statement: str  # regular expression searched for in the step's source
+    statement: str  # regular expression searched for in the step's statement
     applies: Callable[[StepCase], bool]
 
     def holds(self, step: StepCase) -> bool:
