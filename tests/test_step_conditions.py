@@ -163,3 +163,12 @@ def test_the_readme_counts_the_entries_with_step_conditions() -> None:
     readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
     assert (f"For {len(stepped)} of the {len(entries)} `behaviour` entries" in readme
             and f"The other {len(entries) - len(stepped)} entries" in readme)
+
+
+def test_expand_with_a_leading_minus_one_is_the_wording_entry_and_expected() -> None:
+    # Met by hand while writing the conditions (the vocabulary never draws -1).
+    (t,) = Recipe(("t0 = torch.zeros(2)",), ("t0",)).build()
+    outcome = check_faithful(t, converters=["fake-dynamic"], checks=["behaviour"],
+                             program="p0 = t0.expand((-1, 2))").outcomes[0]
+    assert outcome.status == KNOWN and [i for i, _ in outcome.known] == [
+        "behaviour-symbolic-expand-error-wording"], outcome.describe()

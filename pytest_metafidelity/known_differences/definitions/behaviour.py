@@ -1587,6 +1587,9 @@ _expand_too_few_sizes = _both_raised("the number of sizes provided",
                                      "the requested shape has too few dimensions")
 _expand_size_mismatch = _both_raised("The expanded size of the tensor",
                                      "expand: attempting to expand a dimension of length")
+_expand_leading_minus_one = _both_raised("isn't allowed in a leading, non-existing dimension",
+                                         "Expected cond to be True, but got False",
+                                         step_has=".expand(")
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
@@ -1594,7 +1597,8 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
     check="behaviour",
     attribute=r"raised",
     applies=_behaviour_recorded(
-        "behaviour_differences", lambda d: _expand_too_few_sizes(d) or _expand_size_mismatch(d)),
+        "behaviour_differences", lambda d: (_expand_too_few_sizes(d) or _expand_size_mismatch(d)
+                                            or _expand_leading_minus_one(d))),
     on_step=OnStep(r"\.expand\(", lambda step: _symbolic_receiver_refused(
         step, "the number of sizes provided", "The expanded size of the tensor")),
     converters=where(symbolic=True),
@@ -1606,6 +1610,9 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "dimensions!'; and given a size other than a dimension's own (not 1), eager with "
         "'The expanded size of the tensor (2) must match the existing size (0) ...', "
         "torch._refs with 'expand: attempting to expand a dimension of length 0 -> 2!'; "
+        "and given -1 for a new leading dimension, eager with 'The expanded size of the "
+        "tensor (-1) isn't allowed in a leading, non-existing dimension 0', torch._refs with "
+        "'Expected cond to be True, but got False'; "
         "fakes made under the mode have static sizes and word it as eager does"
     ),
     link=BY_DESIGN,
