@@ -32,6 +32,10 @@ WITNESSES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str, str]] = {
         ("t0 = torch.zeros(3, 2)",), ("t0",), "p0 = t0.split([1, 1])", "refake"),
     "behaviour-symbolic-expand-error-wording": (
         ("t0 = torch.zeros(2, 3)",), ("t0",), "p0 = t0.expand((3,))", "fake-dynamic"),
+    # (the symbolic fake's storage is sized to the tensor: 2 of its 8 elements)
+    "behaviour-storage-sized-to-tensors": (
+        ("t0 = torch.empty(0).set_(torch.arange(8.).untyped_storage(), 0, (2,), (1,))",),
+        ("t0",), "t0.as_strided_((1,), (1,), 5)", "fake-dynamic"),
     "behaviour-symbolic-sparse-op-unsupported": (
         ("t0 = torch.zeros(3, 2).to_sparse()",), ("t0",), "p0 = t0.t()", "fake-dynamic"),
     "behaviour-symbolic-functional-tensor-in-concrete-kernels": (
@@ -119,6 +123,9 @@ def test_a_step_condition_holds_only_where_the_step_must_differ() -> None:
         (("t0 = torch._to_functional_tensor(torch.arange(3.).reshape(1, 3))",), "p0 = t0[:, 0]",
          "fake-dynamic"),
         (("t0 = torch._to_functional_tensor(torch.zeros(1))",), "p0 = t0[0:1]", "fake-dynamic"),
+        # (a static fake's storage is the real storage's size)
+        (("t0 = torch.empty(0).set_(torch.arange(8.).untyped_storage(), 0, (2,), (1,))",),
+         "t0.as_strided_((1,), (1,), 5)", "fake"),
     ]
     for lines, program, converter in cases:
         outputs = ("t0", "t1") if len(lines) > 1 else ("t0",)

@@ -434,6 +434,27 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
 # How eager rejects an in-place op on an inference tensor outside inference mode.
 INFERENCE_UPDATE_ERROR = "RuntimeError: Inplace update to inference tensor outside InferenceMode"
 
+def _restrided_past_the_converted_storage(step: StepCase) -> bool:
+    """``t.as_strided_(...)`` that eager ran, after which the real tensor
+    reaches past the end of its converted counterpart's storage (a plain
+    fake, or a meta tensor: as_strided_ checks the bounds on both; a
+    symbolic storage size read by its hint)."""
+    import torch
+
+    from ...strategies.tensor_facts import bytes_reached
+    from ...strategies.torch_errors import safe
+
+    called = _receiver(step)
+    if step.real_raised is not None or called is None or called[2] != "as_strided_":
+        return False
+    r, f, _ = called
+    if not _plain(r) or not (_plain_fake(f) or (type(f) is torch.Tensor and f.is_meta)):
+        return False
+    reached = bytes_reached(tuple(r.shape), r.stride(), r.storage_offset(), r.element_size())
+    converted = safe(lambda: _hints((f.untyped_storage().nbytes(),))[0])
+    return converted is not None and reached > converted
+
+
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
     id="behaviour-storage-sized-to-tensors",
     check="behaviour",
@@ -442,6 +463,7 @@ _BEHAVIOUR_ENTRIES.append(KnownDifference(
         "behaviour_differences",
         lambda d: d.attribute == "raised" and "out of bounds for storage" in d.fake and (
             d.real == "nothing" or d.real.startswith(INFERENCE_UPDATE_ERROR))),
+    on_step=OnStep(r"\.as_strided_\(", lambda step: _restrided_past_the_converted_storage(step)),
     reason=(
         "the converted tensor's storage is sized to what the tensors reach, not to the real "
         "storage (storage-sized-to-tensors; with symbolic sizes the storage check cannot see "
