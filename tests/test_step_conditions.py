@@ -7,6 +7,7 @@ fix is noticed, as for every other entry."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 import pytest
@@ -36,6 +37,9 @@ WITNESSES: dict[str, tuple[tuple[str, ...], tuple[str, ...], str, str]] = {
     "behaviour-storage-sized-to-tensors": (
         ("t0 = torch.empty(0).set_(torch.arange(8.).untyped_storage(), 0, (2,), (1,))",),
         ("t0",), "t0.as_strided_((1,), (1,), 5)", "fake-dynamic"),
+    "behaviour-conj-view-grad-not-conj": (
+        ("x = torch.zeros(2, 2, dtype=torch.complex64, requires_grad=True)",
+         "t0 = x.conj()[1:]"), ("t0",), "t0.sum().abs().backward()", "fake"),
     "behaviour-symbolic-sparse-op-unsupported": (
         ("t0 = torch.zeros(3, 2).to_sparse()",), ("t0",), "p0 = t0.t()", "fake-dynamic"),
     "behaviour-symbolic-functional-tensor-in-concrete-kernels": (
@@ -123,12 +127,15 @@ def test_a_step_condition_holds_only_where_the_step_must_differ() -> None:
         (("t0 = torch._to_functional_tensor(torch.arange(3.).reshape(1, 3))",), "p0 = t0[:, 0]",
          "fake-dynamic"),
         (("t0 = torch._to_functional_tensor(torch.zeros(1))",), "p0 = t0[0:1]", "fake-dynamic"),
+        # (eager's .grad is no conjugate view: a conj() of a leaf)
+        (("x = torch.zeros(2, dtype=torch.complex64, requires_grad=True)", "t0 = x.conj()"),
+         "t0.sum().abs().backward()", "fake"),
         # (a static fake's storage is the real storage's size)
         (("t0 = torch.empty(0).set_(torch.arange(8.).untyped_storage(), 0, (2,), (1,))",),
          "t0.as_strided_((1,), (1,), 5)", "fake"),
     ]
     for lines, program, converter in cases:
-        outputs = ("t0", "t1") if len(lines) > 1 else ("t0",)
+        outputs = tuple(n for line in lines for n in re.findall(r"^\s*(t\d+) = ", line, re.M))
         tensors = Recipe(lines, outputs).build()
         result = check_faithful(*tensors, converters=[converter], checks=["behaviour"],
                                 program=program)

@@ -525,12 +525,33 @@ def behaviour_storage_bounds_unchecked(case: Case) -> bool:
                for d in getattr(case.conversion, "behaviour_differences", ()))
 
 
+def _conj_grad_through_a_converted_view(step: StepCase) -> bool:
+    """A backward through a converted view alone (``t1.sum().abs().backward()``,
+    naming no other live tensor) that gave its base, which had no .grad on
+    the converted side, a .grad that is a conjugate view in eager."""
+    from ...strategies.tensor_facts import base_of, grad_of
+    from ...strategies.torch_errors import safe
+
+    call = re.fullmatch(r"(\w+)(?:\.\w+\(\))*\.backward\(\)", step.statement.strip())
+    if call is None or step.real_raised is not None or call.group(1) not in step.inputs:
+        return False
+    if len(_named_in(step) & set(step.real)) != 1:
+        return False
+    real_base = base_of(step.real.get(call.group(1)))
+    fake_base = base_of(step.fake.get(call.group(1)))
+    if real_base is None or fake_base is None or grad_of(fake_base) is not None:
+        return False
+    grad = grad_of(real_base)
+    return grad is not None and safe(lambda: grad.is_conj(), False) is True
+
+
 _BEHAVIOUR_ENTRIES += [
     KnownDifference(
         id="behaviour-conj-view-grad-not-conj",
         check="behaviour",
         attribute=r"is_conj\(\)",
         applies=behaviour_grad_lost_conj_bit,
+        on_step=OnStep(r"\.backward\(", lambda step: _conj_grad_through_a_converted_view(step)),
         reason=(
             "a converted view of a conjugate view (x.conj()[1:]) has one AsStridedBackward0 on "
             "its base as autograd history, where the real view has SliceBackward0 -> "
