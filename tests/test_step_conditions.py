@@ -186,3 +186,24 @@ def test_expand_with_a_leading_minus_one_is_the_wording_entry_and_expected() -> 
                              program="p0 = t0.expand((-1, 2))").outcomes[0]
     assert outcome.status == KNOWN and [i for i, _ in outcome.known] == [
         "behaviour-symbolic-expand-error-wording"], outcome.describe()
+
+
+def test_slicing_a_functional_tensor_inside_a_functionalize_level_is_not_expected() -> None:
+    # Met by a 30-minute run (--hypothesis-seed=20261242, stop 48, kind
+    # functorch_functional): inside a torch.func.functionalize level the
+    # slice takes another path and runs on the symbolic fake too.
+    import torch
+
+    from pytest_metafidelity.strategies.wrappers import functionalize_level
+
+    with functionalize_level(True):
+        def tensors() -> tuple[Any, ...]:
+            with torch._C._DisableFuncTorch():
+                t0 = torch.arange(6.).reshape(1, 2, 3)
+            return (torch._C._functorch._wrap_functional_tensor(
+                t0, torch._C._functorch.current_level()),)
+
+        for program in ("p0 = t0[0:1]", "p1 = t0.transpose(1, 0)\np0 = p1[1:2]"):
+            outcome = check_faithful(*tensors(), converters=["fake-dynamic"], checks=["behaviour"],
+                                     program=program, remake=tensors).outcomes[0]
+            assert not outcome.unexpectedly_passing, (program, outcome.describe())

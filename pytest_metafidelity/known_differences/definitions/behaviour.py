@@ -233,9 +233,18 @@ def _plain_fake(t: Any) -> bool:
 
 
 def _plain(t: Any) -> bool:
+    """A strided torch.Tensor (or Parameter), neither a C++ functional
+    tensor nor a functorch wrapper (inside a level, ops take other paths)."""
     import torch
 
-    return type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided
+    return (type(t) in (torch.Tensor, torch.nn.Parameter) and t.layout == torch.strided
+            and not _functional_or_functorch(t))
+
+
+def _functional_or_functorch(t: Any) -> bool:
+    import torch
+
+    return torch._is_functional_tensor(t) or torch._C._functorch.maybe_get_level(t) != -1
 
 
 def _base_stopped_requiring_grad(step: StepCase) -> bool:
@@ -1173,16 +1182,21 @@ def _is_functional(t: Any) -> bool:
 def _slices_a_symbolic_functional_tensor(step: StepCase) -> bool:
     """A step eager runs that slices (``t[a:b]`` alone, ``narrow``,
     ``diagonal``: each always calls aten's slice kernel; a full slice among
-    other indices may be skipped) a C++ functional tensor whose converted
-    value has symbolic sizes."""
+    other indices may be skipped) a C++ functional tensor, outside functorch
+    levels, whose converted value has symbolic sizes."""
+    import torch
+
     from ...strategies.tensor_facts import functional_value
 
     call = re.match(r"\s*(?:\w+\s*=\s*)?(\w+)(?:\[[^],]*:[^],]*\]|\.narrow\(|\.diagonal\()",
                     step.statement)
     if step.real_raised is not None or call is None:
         return False
-    value = functional_value(step.fake.get(call.group(1)))
-    return value is not None and _symbolic(value)
+    converted = step.fake.get(call.group(1))
+    value = functional_value(converted)
+    # (inside a torch.func.functionalize level, slicing takes another path and runs)
+    return (value is not None and converted is not None
+            and torch._C._functorch.maybe_get_level(converted) == -1 and _symbolic(value))
 
 
 _BEHAVIOUR_ENTRIES.append(KnownDifference(
